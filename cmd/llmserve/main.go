@@ -1,0 +1,31 @@
+// Command llmserve serves GGUF language models over an OpenAI-style HTTP API
+// and offers tools to inspect, synthesize and run models.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// commands maps a subcommand name to its entry point. Each returns an error
+// instead of exiting so that main alone decides the exit status.
+var commands = map[string]func(args []string) error{}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "llmserve:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) > 0 {
+		if cmd, ok := commands[args[0]]; ok {
+			return cmd(args[1:])
+		}
+	}
+	if serve, ok := commands["serve"]; ok {
+		return serve(args)
+	}
+	return fmt.Errorf("usage: llmserve <inspect|synth|tokenize|generate|serve> [flags]")
+}

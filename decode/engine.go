@@ -1,0 +1,53 @@
+// Package decode owns the token loop: the KV cache, forward steps over a
+// batch of sequences, sampling, and the scheduler that runs continuous
+// batching over a fixed number of sequence slots.
+package decode
+
+// Batch is the input of one forward step, in the style of llama_decode:
+// token i of the batch is Tokens[i], placed at position Pos[i] of sequence
+// Seq[i]. A sequence may contribute several tokens (a prefill chunk, in
+// position order) or one (a decode step). Logits[i] says whether the logits
+// after token i are wanted.
+type Batch struct {
+	Tokens []int32 // [n] token ids
+	Pos    []int32 // [n] position of each token in its sequence
+	Seq    []int32 // [n] sequence slot of each token, 0 <= Seq[i] < MaxSeqs
+	Logits []bool  // [n] whether to return logits for token i
+}
+
+// Len is the number of tokens in the batch.
+func (b *Batch) Len() int { return len(b.Tokens) }
+
+// Reset empties the batch, keeping its capacity.
+func (b *Batch) Reset() {
+	b.Tokens, b.Pos, b.Seq, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0]
+}
+
+// Add appends one token.
+func (b *Batch) Add(token, pos, seq int32, logits bool) {
+	b.Tokens = append(b.Tokens, token)
+	b.Pos = append(b.Pos, pos)
+	b.Seq = append(b.Seq, seq)
+	b.Logits = append(b.Logits, logits)
+}
+
+// Engine runs forward steps of one model over a KV cache that holds up to
+// MaxSeqs sequences of up to ContextSize positions each.
+//
+// Attention of a token at position p of sequence s covers positions 0..p of
+// s: the cache entries for earlier positions must have been written by
+// earlier steps (or earlier tokens of the same batch).
+type Engine interface {
+	// Forward runs one step. For each token with Logits set, in batch order,
+	// it writes VocabSize logits into consecutive rows of out, which must
+	// hold at least that many rows.
+	Forward(b *Batch, out []float32) error
+	// VocabSize is the number of logits per token.
+	VocabSize() int
+	// ContextSize is the number of positions each sequence may use.
+	ContextSize() int
+	// MaxSeqs is the number of sequence slots in the KV cache.
+	MaxSeqs() int
+	// Close releases the engine's resources.
+	Close() error
+}

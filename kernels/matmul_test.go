@@ -193,3 +193,30 @@ func TestRow(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelSetsAgree compares every kernel set with the portable one on the
+// same quantized activations: the integer sums are exact in both, so they
+// may differ only by float32 rounding of the scaling and accumulation.
+func TestKernelSetsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	p := NewPool(2)
+	defer p.Close()
+	ref := kernelSets[len(kernelSets)-1]
+	for _, ks := range kernelSets[:len(kernelSets)-1] {
+		for _, typ := range matTypes {
+			rows, cols, n := 37, 4*max(256, typ.BlockSize()), 3
+			w := randMatrix(t, rng, typ, rows, cols)
+			x := randVec(rng, n*cols)
+			got, want := make([]float32, n*rows), make([]float32, n*rows)
+			if err := matMul(ks, p, w, x, n, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := matMul(ref, p, w, x, n, want); err != nil {
+				t.Fatal(err)
+			}
+			if e := nmse(got, to64(want)); e > boundExact {
+				t.Errorf("%s vs %s, %s: NMSE %.3g > %.3g (%g vs %g)", ks.name, ref.name, typ, e, boundExact, got[0], want[0])
+			}
+		}
+	}
+}

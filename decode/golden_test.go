@@ -138,7 +138,7 @@ func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
 	t.Helper()
 	logits := forwardAll(t, e, prompt, 0)
 	V := e.VocabSize()
-	next := argmax(logits[(len(prompt)-1)*V:])
+	next := greedyPick(logits[(len(prompt)-1)*V:])
 	var out []int32
 	row := make([]float32, V)
 	var b Batch
@@ -152,12 +152,12 @@ func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
 		if err := e.Forward(&b, row); err != nil {
 			t.Fatal(err)
 		}
-		next = argmax(row)
+		next = greedyPick(row)
 	}
 	return out
 }
 
-func argmax(x []float32) int32 {
+func greedyPick(x []float32) int32 {
 	best := 0
 	for i, v := range x {
 		if v > x[best] {

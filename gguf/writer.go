@@ -9,14 +9,10 @@ import (
 	"math/bits"
 )
 
-// DefaultAlignment is the alignment of the tensor data section and of every
-// tensor inside it when the general.alignment key is not set.
-const DefaultAlignment = 32
-
 // maxDims and maxNameLen are ggml's GGML_MAX_DIMS and GGML_MAX_NAME - 1: a
 // file that exceeds them does not load in llama.cpp.
 const (
-	maxDims    = 4
+	maxDims    = MaxDims
 	maxNameLen = 63
 )
 
@@ -35,8 +31,12 @@ const (
 //
 // A Writer that has failed stays failed: a Set method that is given an
 // invalid key or value records the error, and it and every later error are
-// returned by each later call that returns an error. The general.alignment
-// key is always written (DefaultAlignment unless set with SetUint32).
+// returned by each later call that returns an error.
+//
+// Tensor data is aligned to DefaultAlignment, or to the value given to
+// SetUint32("general.alignment", n). Like llama.cpp and gguf-py, the Writer
+// writes the general.alignment key only when it was set, since readers take
+// its absence to mean DefaultAlignment.
 type Writer struct {
 	out *bufio.Writer // buffered destination
 	n   int64         // bytes written to out so far
@@ -177,9 +177,6 @@ func (w *Writer) WriteHeader() error {
 	if w.headerDone {
 		return nil
 	}
-	if _, ok := w.kvIndex[keyAlignment]; !ok {
-		w.SetUint32(keyAlignment, DefaultAlignment)
-	}
 	w.headerDone = true
 
 	var b []byte
@@ -208,6 +205,9 @@ func (w *Writer) WriteHeader() error {
 		if err := w.write(b); err != nil {
 			return err
 		}
+	}
+	if len(w.tensors) == 0 {
+		return nil // a metadata-only file ends here, as llama.cpp's vocab files do
 	}
 	return w.pad()
 }

@@ -92,10 +92,10 @@ func TestWriterErrors(t *testing.T) {
 			w.SetArray("k", ValueInt32, []float32{1})
 			return w.WriteHeader()
 		}, `"k": array of value type 5 given a []float32`},
-		{"nested array", func(w *Writer) error {
+		{"nested array mismatch", func(w *Writer) error {
 			w.SetArray("k", ValueArray, []int32{1})
 			return w.WriteHeader()
-		}, "arrays of arrays"},
+		}, `"k": array of value type 9 given a []int32`},
 		{"scalar type mismatch", func(w *Writer) error {
 			w.SetValue("k", ValueUint32, int32(1))
 			return w.WriteHeader()

@@ -158,10 +158,25 @@ func scalarType(v any) (ValueType, bool) {
 	return 0, false
 }
 
+// Set sets a value as the reader returns it (File.KV, File.Value), so that
+// metadata can be copied from one file to another.
+func (w *Writer) Set(key string, v Value) {
+	if v.Type != ValueArray {
+		w.SetValue(key, v.Type, v.V)
+		return
+	}
+	a, ok := v.V.(Array)
+	if !ok {
+		w.fail(fmt.Errorf("gguf: key %q: array value given a %T", key, v.V))
+		return
+	}
+	w.SetArray(key, a.Type, a.Elems)
+}
+
 // SetArray sets an array whose elements have type elem; v must be the
 // matching slice type ([]uint8, []int8, []uint16, []int16, []uint32,
-// []int32, []float32, []bool, []string, []uint64, []int64, []float64).
-// Arrays of arrays are not supported.
+// []int32, []float32, []bool, []string, []uint64, []int64, []float64, or
+// []Array for an array of arrays).
 func (w *Writer) SetArray(key string, elem ValueType, v any) {
 	b := typed(ValueArray)
 	b = binary.LittleEndian.AppendUint32(b, uint32(elem))
@@ -258,7 +273,19 @@ func appendArray(b []byte, elem ValueType, v any) ([]byte, error) {
 		}
 		return appendEach(b, x, func(b []byte, e float64) []byte { return le.AppendUint64(b, math.Float64bits(e)) }), nil
 	case ValueArray:
-		return nil, fmt.Errorf("arrays of arrays are not supported")
+		x, ok := v.([]Array)
+		if !ok {
+			return nil, mismatch
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(x)))
+		for i, a := range x {
+			var err error
+			b = le.AppendUint32(b, uint32(a.Type))
+			if b, err = appendArray(b, a.Type, a.Elems); err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		return b, nil
 	}
 	return nil, fmt.Errorf("unknown array element type %d", uint32(elem))
 }

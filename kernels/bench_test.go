@@ -11,11 +11,20 @@ import (
 
 // benchMatrix builds a rows×cols matrix by repeating 16 random rows, so the
 // weights are plausible and the memory traffic is that of the full matrix.
-func benchMatrix(b *testing.B, typ gguf.Type, rows, cols int) Matrix {
+// With huge, the matrix lives in AllocHuge memory.
+func benchMatrix(b *testing.B, typ gguf.Type, rows, cols int, huge bool) Matrix {
 	rng := rand.New(rand.NewPCG(uint64(typ), uint64(rows)))
 	seed := randMatrix(&testing.T{}, rng, typ, 16, cols)
 	rb := len(seed.Data) / 16
 	data := make([]byte, rows*rb)
+	if huge {
+		var free func() error
+		var err error
+		if data, free, err = AllocHuge(rows * rb); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = free() })
+	}
 	for off := 0; off < len(data); off += len(seed.Data) {
 		copy(data[off:], seed.Data)
 	}
@@ -44,7 +53,7 @@ func BenchmarkMatMul(b *testing.B) {
 					}
 					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/%s", typ, rows, cols, n, ks.name), func(b *testing.B) {
 						if w.Data == nil {
-							w = benchMatrix(b, typ, rows, cols)
+							w = benchMatrix(b, typ, rows, cols, false)
 						}
 						x := randVec(rand.New(rand.NewPCG(1, 1)), n*cols)
 						y := make([]float32, n*rows)
@@ -69,7 +78,7 @@ func BenchmarkMatMul(b *testing.B) {
 func BenchmarkRowDot(b *testing.B) {
 	const rows, cols = 256, 2048
 	for _, typ := range matTypes {
-		w := benchMatrix(b, typ, rows, cols)
+		w := benchMatrix(b, typ, rows, cols, false)
 		rb := len(w.Data) / rows
 		x := randVec(rand.New(rand.NewPCG(1, 1)), cols)
 		for _, ks := range kernelSets {
@@ -98,7 +107,8 @@ func BenchmarkRowDot(b *testing.B) {
 // of 64, vocabulary 128256) with every layer in its own memory, as in a real
 // model: the whole-token matvec time, bound by memory bandwidth. The Q4_K_M
 // mix follows llama.cpp: attn_v and ffn_down in Q6_K on half the layers,
-// output in Q6_K, the rest Q4_K.
+// output in Q6_K, the rest Q4_K. Weights on 4 KiB pages (heap) and in
+// AllocHuge memory (huge).
 func BenchmarkToken(b *testing.B) {
 	const layers, embd, ffn, kv, vocab = 16, 2048, 8192, 512, 128256
 	mixes := []struct {
@@ -112,42 +122,48 @@ func BenchmarkToken(b *testing.B) {
 	p := NewPool(runtime.GOMAXPROCS(0))
 	defer p.Close()
 	for _, mix := range mixes {
-		b.Run(mix.name, func(b *testing.B) {
-			type mm struct {
-				w    Matrix
-				x, y []float32
+		for _, huge := range []bool{false, true} {
+			mem := "heap"
+			if huge {
+				mem = "huge"
 			}
-			var ops []mm
-			var bytes int64
-			add := func(typ gguf.Type, rows, cols int) {
-				w := benchMatrix(b, typ, rows, cols)
-				bytes += int64(len(w.Data))
-				ops = append(ops, mm{w, randVec(rand.New(rand.NewPCG(2, 2)), cols), make([]float32, rows)})
-			}
-			for l := 0; l < layers; l++ {
-				heavy := mix.base
-				if l%2 == 0 {
-					heavy = mix.heavy
+			b.Run(mix.name+"/"+mem, func(b *testing.B) {
+				type mm struct {
+					w    Matrix
+					x, y []float32
 				}
-				add(mix.base, embd, embd) // attn_q
-				add(mix.base, kv, embd)   // attn_k
-				add(heavy, kv, embd)      // attn_v
-				add(mix.base, embd, embd) // attn_output
-				add(mix.base, ffn, embd)  // ffn_gate
-				add(mix.base, ffn, embd)  // ffn_up
-				add(heavy, embd, ffn)     // ffn_down
-			}
-			add(mix.output, vocab, embd)
-			b.SetBytes(bytes)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for _, o := range ops {
-					if err := MatMul(p, o.w, o.x, 1, o.y); err != nil {
-						b.Fatal(err)
+				var ops []mm
+				var bytes int64
+				add := func(typ gguf.Type, rows, cols int) {
+					w := benchMatrix(b, typ, rows, cols, false)
+					bytes += int64(len(w.Data))
+					ops = append(ops, mm{w, randVec(rand.New(rand.NewPCG(2, 2)), cols), make([]float32, rows)})
+				}
+				for l := 0; l < layers; l++ {
+					heavy := mix.base
+					if l%2 == 0 {
+						heavy = mix.heavy
+					}
+					add(mix.base, embd, embd) // attn_q
+					add(mix.base, kv, embd)   // attn_k
+					add(heavy, kv, embd)      // attn_v
+					add(mix.base, embd, embd) // attn_output
+					add(mix.base, ffn, embd)  // ffn_gate
+					add(mix.base, ffn, embd)  // ffn_up
+					add(heavy, embd, ffn)     // ffn_down
+				}
+				add(mix.output, vocab, embd)
+				b.SetBytes(bytes)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for _, o := range ops {
+						if err := MatMul(p, o.w, o.x, 1, o.y); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/token")
-		})
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/token")
+			})
+		}
 	}
 }

@@ -64,7 +64,7 @@ func Softmax(x []float32) {
 	}
 	var sum float64
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
+		e := expf(v - m)
 		x[i] = e
 		sum += float64(e)
 	}
@@ -80,7 +80,7 @@ func SwiGLU(dst, gate, up []float32) {
 	up = up[:len(gate)]
 	dst = dst[:len(gate)]
 	for i, g := range gate {
-		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+		dst[i] = g / (1 + expf(-g)) * up[i]
 	}
 }
 

@@ -59,7 +59,8 @@ type Options struct {
 	// Vars are further template variables, e.g. "enable_thinking": false.
 	// Values are nil, bool, int, int64, float64, string, []any,
 	// map[string]any (keys sorted) or json.RawMessage (key order kept).
-	// The variables above take precedence over Vars of the same name.
+	// The variables above (tools only when set) take precedence over Vars
+	// of the same name.
 	Vars map[string]any
 
 	// Now is the clock strftime_now reads; nil means time.Now.
@@ -97,7 +98,14 @@ func New(src string) (*Template, error) {
 func (t *Template) Source() string { return t.src }
 
 // Render formats msgs into a prompt.
-func (t *Template) Render(msgs []Message, opts Options) (string, error) {
+func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+	// Templates come with model files; the engine panics on some inputs
+	// ('a' * -1), which must fail this request, not the server.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat: render: template engine failed: %v", r)
+		}
+	}()
 	vars := make(map[string]jinja.Value, len(opts.Vars)+8)
 	for k, v := range opts.Vars {
 		val, err := goValue(v)
@@ -137,7 +145,7 @@ func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 		return jinja.NewString(strftime(now(), args[0].AsString())), nil
 	})
 
-	out, err := t.tmpl.RenderValues(vars)
+	out, err = t.tmpl.RenderValues(vars)
 	if err != nil {
 		return "", fmt.Errorf("chat: render: %w", err)
 	}

@@ -92,6 +92,7 @@ func TestRenderErrors(t *testing.T) {
 		{"bad tool arguments", "", []Message{{Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: "{oops"}}}}, Options{}, `message 0: tool call 0: arguments of "f"`},
 		{"unsupported var", "", nil, Options{Vars: map[string]any{"v": struct{}{}}}, `variable "v"`},
 		{"strftime_now without format", "{{ strftime_now() }}", nil, Options{}, "strftime_now"},
+		{"engine panic", "{{ 'a' * -1 }}", nil, Options{}, "template engine failed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -168,3 +168,25 @@ func TestQwen3Tools(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkRenderQwen3(b *testing.B) {
+	meta, err := readVocabMeta(shared.Path(b, goldenVocab["qwen3"]))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := New(meta.template)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []Message{
+		{Role: "system", Content: "You are a pirate."},
+		{Role: "user", Content: "Hi"},
+		{Role: "assistant", Content: "Arr, ahoy!"},
+		{Role: "user", Content: "Where's the treasure?"},
+	}
+	for b.Loop() {
+		if _, err := tmpl.Render(msgs, Options{AddGenerationPrompt: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Metadata is the part of a GGUF file's key-value metadata that vocabularies
 // are read from (*gguf.File satisfies it).
@@ -71,9 +74,13 @@ func VocabFromMetadata(m Metadata) (*Vocab, error) {
 	if v.Tokens, err = m.Strings(keyTokens); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", keyTokens, err)
 	}
-	for i, t := range v.Tokens {
-		if t == "" {
-			v.Tokens[i] = fmt.Sprintf("[EMPTY_%d]", i)
+	if slices.Contains(v.Tokens, "") {
+		// The metadata's slice may be shared: name empty tokens in a copy.
+		v.Tokens = slices.Clone(v.Tokens)
+		for i, t := range v.Tokens {
+			if t == "" {
+				v.Tokens[i] = fmt.Sprintf("[EMPTY_%d]", i)
+			}
 		}
 	}
 	if m.Has(keyScores) {

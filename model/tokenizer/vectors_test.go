@@ -65,15 +65,7 @@ func readVectors(t *testing.T, path string) []vector {
 func loadVocab(t testing.TB, name string) *Tokenizer {
 	t.Helper()
 	p := shared.Path(t, "vocab/"+name)
-	m, err := readTestMeta(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := VocabFromMetadata(m)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	tok, err := New(v)
+	tok, err := Load(p)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

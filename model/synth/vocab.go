@@ -80,7 +80,9 @@ func BuiltinVocab() (*gguf.File, error) {
 // bytes stand for themselves, the others for code points from U+0100 on,
 // in byte order.
 func byteRune(b byte) rune {
-	printable := func(c int) bool { return ('!' <= c && c <= '~') || (0xA1 <= c && c <= 0xAC) || (0xAE <= c && c <= 0xFF) }
+	printable := func(c int) bool {
+		return ('!' <= c && c <= '~') || (0xA1 <= c && c <= 0xAC) || (0xAE <= c && c <= 0xFF)
+	}
 	if printable(int(b)) {
 		return rune(b)
 	}

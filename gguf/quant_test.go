@@ -123,6 +123,18 @@ func TestQuantizeEdgeBlocks(t *testing.T) {
 	}
 }
 
+// TestQuantizeNonFinite: NaN and infinite inputs give some blocks (the
+// values are unspecified, as in ggml) and never a fault.
+func TestQuantizeNonFinite(t *testing.T) {
+	x := gaussian(QK_K, 1, 5)
+	x[3] = float32(math.NaN())
+	x[40] = float32(math.Inf(1))
+	x[200] = float32(math.Inf(-1))
+	for _, tc := range roundTripCases {
+		roundTrip(t, tc.typ, x)
+	}
+}
+
 func constant(n int, v float32) []float32 {
 	x := make([]float32, n)
 	for i := range x {

@@ -2,12 +2,13 @@ package chat
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"llmserve/gguf"
 	"llmserve/internal/shared"
+	"llmserve/model/tokenizer"
 )
 
 // goldenCase is one conversation of golden/chat-golden.json.
@@ -25,37 +26,29 @@ var goldenVocab = map[string]string{
 	"qwen3":  "vocab/ggml-vocab-qwen2.gguf",
 }
 
-// vocabMeta is what a chat template needs from a vocabulary's GGUF.
-type vocabMeta struct {
+// vocab is what the golden tests need from a vocabulary's GGUF.
+type vocab struct {
 	template string
 	bos, eos string // text of the BOS and EOS tokens
+	tok      *tokenizer.Tokenizer
 }
 
-func readVocabMeta(path string) (vocabMeta, error) {
-	f, err := gguf.Open(path)
+func loadVocab(t testing.TB, family string) vocab {
+	t.Helper()
+	f, err := gguf.Open(shared.Path(t, goldenVocab[family]))
 	if err != nil {
-		return vocabMeta{}, err
+		t.Fatal(err)
 	}
 	defer f.Close()
-	var m vocabMeta
-	if m.template, err = f.String("tokenizer.chat_template"); err != nil {
-		return m, err
-	}
-	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	src, err := f.String("tokenizer.chat_template")
 	if err != nil {
-		return m, err
+		t.Fatal(err)
 	}
-	for key, dst := range map[string]*string{"tokenizer.ggml.bos_token_id": &m.bos, "tokenizer.ggml.eos_token_id": &m.eos} {
-		id, err := f.Uint32(key)
-		if err != nil {
-			return m, err
-		}
-		if int(id) >= len(tokens) {
-			return m, fmt.Errorf("%s %d out of range (%d tokens)", key, id, len(tokens))
-		}
-		*dst = tokens[id]
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m, nil
+	return vocab{template: src, bos: tok.TokenText(tok.BOS()), eos: tok.TokenText(tok.EOS()), tok: tok}
 }
 
 func loadGolden(t *testing.T) map[string][]goldenCase {
@@ -73,16 +66,13 @@ func loadGolden(t *testing.T) map[string][]goldenCase {
 
 func TestGoldenRender(t *testing.T) {
 	golden := loadGolden(t)
-	for family, vocab := range goldenVocab {
+	for family := range goldenVocab {
 		t.Run(family, func(t *testing.T) {
 			cases := golden[family]
 			if len(cases) == 0 {
 				t.Fatalf("no %s conversations in chat-golden.json", family)
 			}
-			meta, err := readVocabMeta(shared.Path(t, vocab))
-			if err != nil {
-				t.Fatal(err)
-			}
+			meta := loadVocab(t, family)
 			tmpl, err := New(meta.template)
 			if err != nil {
 				t.Fatal(err)
@@ -105,12 +95,37 @@ func TestGoldenRender(t *testing.T) {
 	}
 }
 
+// The rendered prompts, tokenized with special-token text parsed and no
+// BOS added, must be the golden token ids.
+func TestGoldenTokens(t *testing.T) {
+	golden := loadGolden(t)
+	for family := range goldenVocab {
+		t.Run(family, func(t *testing.T) {
+			meta := loadVocab(t, family)
+			tmpl, err := New(meta.template)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range golden[family] {
+				prompt, err := tmpl.Render(c.Messages, Options{AddGenerationPrompt: c.AddGenerationPrompt, BOSToken: meta.bos, EOSToken: meta.eos})
+				if err != nil {
+					t.Fatalf("conversation %d: %v", i, err)
+				}
+				ids, err := meta.tok.Encode(prompt, false, true)
+				if err != nil {
+					t.Fatalf("conversation %d: %v", i, err)
+				}
+				if !slices.Equal(ids, c.IDs) {
+					t.Errorf("conversation %d: %q\n got %v\nwant %v", i, prompt, ids, c.IDs)
+				}
+			}
+		})
+	}
+}
+
 func TestDetectGoldenTemplates(t *testing.T) {
 	for family, want := range map[string]string{"llama3": "llama3", "qwen3": "chatml"} {
-		meta, err := readVocabMeta(shared.Path(t, goldenVocab[family]))
-		if err != nil {
-			t.Fatal(err)
-		}
+		meta := loadVocab(t, family)
 		if got := Detect(meta.template); got != want {
 			t.Errorf("Detect(%s template) = %q, want %q", family, got, want)
 		}
@@ -120,10 +135,7 @@ func TestDetectGoldenTemplates(t *testing.T) {
 // Tools, tool calls, tool results, thinking and enable_thinking through the
 // Qwen3 template. The expected prompts are what transformers renders.
 func TestQwen3Tools(t *testing.T) {
-	meta, err := readVocabMeta(shared.Path(t, goldenVocab["qwen3"]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta := loadVocab(t, "qwen3")
 	tmpl, err := New(meta.template)
 	if err != nil {
 		t.Fatal(err)
@@ -170,10 +182,7 @@ func TestQwen3Tools(t *testing.T) {
 }
 
 func BenchmarkRenderQwen3(b *testing.B) {
-	meta, err := readVocabMeta(shared.Path(b, goldenVocab["qwen3"]))
-	if err != nil {
-		b.Fatal(err)
-	}
+	meta := loadVocab(b, "qwen3")
 	tmpl, err := New(meta.template)
 	if err != nil {
 		b.Fatal(err)

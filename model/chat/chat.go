@@ -17,6 +17,14 @@
 //
 // plus every entry of Options.Vars (enable_thinking and the like). A template
 // is compiled once by New and may be rendered concurrently.
+//
+// The engine is github.com/ardanlabs/jinja, written for chat templates (its
+// tojson writes Python's separators and key order). Its whitespace control
+// differs from Jinja2's, so New resolves whitespace itself first (see
+// whitespace.go). Differences from transformers that remain, all rare in
+// chat templates: whole floats print without ".0" (1.0 as 1, also in
+// tojson), none prints as "" rather than "None", tojson(indent=n) sorts keys
+// and escapes <, > and &, and Python's "%" string formatting is missing.
 package chat
 
 import (

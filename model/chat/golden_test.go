@@ -51,6 +51,21 @@ func loadVocab(t testing.TB, family string) vocab {
 	return vocab{template: src, bos: tok.TokenText(tok.BOS()), eos: tok.TokenText(tok.EOS()), tok: tok}
 }
 
+// goldenTemplate reads only the chat template of a family's vocabulary.
+func goldenTemplate(t testing.TB, family string) string {
+	t.Helper()
+	f, err := gguf.Open(shared.Path(t, goldenVocab[family]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src, err := f.String("tokenizer.chat_template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 func loadGolden(t *testing.T) map[string][]goldenCase {
 	t.Helper()
 	data, err := os.ReadFile(shared.Path(t, "golden/chat-golden.json"))
@@ -125,8 +140,7 @@ func TestGoldenTokens(t *testing.T) {
 
 func TestDetectGoldenTemplates(t *testing.T) {
 	for family, want := range map[string]string{"llama3": "llama3", "qwen3": "chatml"} {
-		meta := loadVocab(t, family)
-		if got := Detect(meta.template); got != want {
+		if got := Detect(goldenTemplate(t, family)); got != want {
 			t.Errorf("Detect(%s template) = %q, want %q", family, got, want)
 		}
 	}
@@ -135,8 +149,7 @@ func TestDetectGoldenTemplates(t *testing.T) {
 // Tools, tool calls, tool results, thinking and enable_thinking through the
 // Qwen3 template. The expected prompts are what transformers renders.
 func TestQwen3Tools(t *testing.T) {
-	meta := loadVocab(t, "qwen3")
-	tmpl, err := New(meta.template)
+	tmpl, err := New(goldenTemplate(t, "qwen3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +195,7 @@ func TestQwen3Tools(t *testing.T) {
 }
 
 func BenchmarkRenderQwen3(b *testing.B) {
-	meta := loadVocab(b, "qwen3")
-	tmpl, err := New(meta.template)
+	tmpl, err := New(goldenTemplate(b, "qwen3"))
 	if err != nil {
 		b.Fatal(err)
 	}

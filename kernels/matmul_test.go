@@ -223,3 +223,19 @@ func TestKernelSetsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulNoAlloc checks that a decode-step MatMul allocates nothing once
+// the pool's buffers have grown.
+func TestMatMulNoAlloc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	p := NewPool(2)
+	defer p.Close()
+	w := randMatrix(t, rng, gguf.TypeQ4_K, 64, 512)
+	x, y := randVec(rng, 512), make([]float32, 64)
+	if err := MatMul(p, w, x, 1, y); err != nil {
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(20, func() { _ = MatMul(p, w, x, 1, y) }); a != 0 {
+		t.Errorf("MatMul allocates %.1f times per call", a)
+	}
+}

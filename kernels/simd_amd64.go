@@ -25,6 +25,15 @@ func dotQ4_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 //go:noescape
 func dotQ6_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 
+//go:noescape
+func dotQ5_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ4_0AVX2(w *byte, q *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotBF16AVX2(w *byte, x *float32, n int) float32
+
 func cpuidF16C() bool
 
 // simdKernels returns the portable set with the assembly kernels swapped
@@ -41,6 +50,9 @@ func simdKernels() *kernelSet {
 	ks.types[gguf.TypeQ8_0] = typeKernel{actQ8, dotQ8_0Asm}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, dotQ4_KAsm}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, dotQ6_KAsm}
+	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, dotQ5_KAsm}
+	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, dotQ4_0Asm}
+	ks.types[gguf.TypeBF16] = typeKernel{actF32, dotBF16RowAsm}
 	return ks
 }
 
@@ -75,4 +87,19 @@ func dotQ4_KAsm(w []byte, x *actRow) float32 {
 func dotQ6_KAsm(w []byte, x *actRow) float32 {
 	_ = w[210*len(x.d)-1]
 	return dotQ6_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+}
+
+func dotQ5_KAsm(w []byte, x *actRow) float32 {
+	_ = w[176*len(x.d)-1]
+	return dotQ5_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+}
+
+func dotQ4_0Asm(w []byte, x *actRow) float32 {
+	_ = w[18*len(x.d)-1]
+	return dotQ4_0AVX2(&w[0], &x.q[0], &x.d[0], len(x.d))
+}
+
+func dotBF16RowAsm(w []byte, x *actRow) float32 {
+	_ = w[2*len(x.f)-1]
+	return dotBF16AVX2(&w[0], &x.f[0], len(x.f))
 }

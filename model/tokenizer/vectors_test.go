@@ -105,5 +105,3 @@ func TestVectors(t *testing.T) {
 		})
 	}
 }
-
-

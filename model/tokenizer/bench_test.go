@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"llmserve/gguf"
 	"llmserve/internal/shared"
 )
 
@@ -57,5 +58,20 @@ func BenchmarkDecodeStream(b *testing.B) {
 			d.Add(id)
 		}
 		d.Flush()
+	}
+}
+
+// BenchmarkNewLlama3 measures building the Llama-3 tokenizer from metadata
+// already read.
+func BenchmarkNewLlama3(b *testing.B) {
+	f, err := gguf.Open(shared.Path(b, "vocab/ggml-vocab-llama-bpe.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	for b.Loop() {
+		if _, err := FromGGUF(f); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -53,8 +53,9 @@ var (
 	bloomWord = not(or(reSpace, anyOf("(|.,!?…。，、।۔،)")))
 )
 
-// preTokenizers maps each supported tokenizer.ggml.pre name to its
-// pre-tokenizer, as llama.cpp's llama-vocab.cpp selects them.
+// lookupPreTokenizer returns the pre-tokenizer that a tokenizer.ggml.pre
+// name selects in llama.cpp's llama-vocab.cpp, or an error naming an
+// unsupported one.
 func lookupPreTokenizer(name string) (preTokenizer, error) {
 	gpt2 := preTokenizer{splitters: []splitter{splitGPT2}}
 	qwen2 := preTokenizer{splitters: []splitter{collapsed(qwenStyle{contractions: true, maxDigits: 1, punctNewline: true, newlinePlus: true}.matcher())}}
@@ -126,8 +127,8 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 	return preTokenizer{}, fmt.Errorf("tokenizer: unsupported pre-tokenizer %q", name)
 }
 
-// split applies the pre-tokenizer to text and returns its words, each as
-// code points.
+// split applies the pre-tokenizer to the code points of a text and returns
+// its words.
 func (pt *preTokenizer) split(cpts []rune) [][]rune {
 	offsets := []int{len(cpts)}
 	for _, s := range pt.splitters {

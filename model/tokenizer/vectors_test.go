@@ -1,10 +1,11 @@
 package tokenizer
 
 import (
-	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"llmserve/internal/shared"
@@ -61,14 +62,29 @@ func readVectors(t *testing.T, path string) []vector {
 	return vs
 }
 
-// loadVocab builds the tokenizer of a shared vocabulary file.
+// loaded caches the tokenizers of the shared vocabularies across tests.
+var loaded struct {
+	sync.Mutex
+	byName map[string]*Tokenizer // guarded by the mutex
+}
+
+// loadVocab builds (once) the tokenizer of a shared vocabulary file.
 func loadVocab(t testing.TB, name string) *Tokenizer {
 	t.Helper()
 	p := shared.Path(t, "vocab/"+name)
+	loaded.Lock()
+	defer loaded.Unlock()
+	if tok, ok := loaded.byName[name]; ok {
+		return tok
+	}
 	tok, err := Load(p)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	if loaded.byName == nil {
+		loaded.byName = map[string]*Tokenizer{}
+	}
+	loaded.byName[name] = tok
 	return tok
 }
 
@@ -82,24 +98,10 @@ func TestVectors(t *testing.T) {
 					t.Errorf("Encode(%q): %v", v.text, err)
 					continue
 				}
-				if !slicesEqual(got, v.ids) {
+				if !slices.Equal(got, v.ids) {
 					t.Errorf("Encode(%q)\n got  %v\n want %v", v.text, got, v.ids)
 				}
 			}
 		})
 	}
 }
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-var _ = fmt.Sprint

@@ -77,8 +77,17 @@ func New(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("chat: empty template")
 	}
-	t, err := jinja.Compile(src)
+	resolved, err := resolveWhitespace(src)
 	if err != nil {
+		return nil, fmt.Errorf("chat: compile template: %w", err)
+	}
+	t, err := jinja.Compile(resolved)
+	if err != nil {
+		// Report the error at the line and column the author sees when
+		// the template as written shows it too.
+		if _, errSrc := jinja.Compile(src); errSrc != nil {
+			err = errSrc
+		}
 		return nil, fmt.Errorf("chat: compile template: %w", err)
 	}
 	return &Template{src: src, tmpl: t}, nil

@@ -108,7 +108,7 @@ func encodeChunks(work <-chan *chunk, c *Config, pool *sync.Pool) {
 			buf = &b
 		}
 		*buf = (*buf)[:size]
-		if err := encode(t.typ, values, *buf); err != nil {
+		if err := gguf.Quantize(t.typ, values, *buf); err != nil {
 			ch.done <- result{err: fmt.Errorf("synth: tensor %q: %w", t.name, err)}
 			continue
 		}

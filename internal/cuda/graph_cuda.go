@@ -48,6 +48,13 @@ static CUresult llm_set_kernel_arg(CUgraphExec e, CUgraphNode node, int nargs, i
 	return cuGraphExecKernelNodeSetParams(e, node, &p);
 }
 
+static CUresult llm_node_func(CUgraphNode node, CUfunction *f) {
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUresult r = cuGraphKernelNodeGetParams(node, &p);
+	*f = p.func;
+	return r;
+}
+
 static CUresult llm_exec_update(CUgraphExec e, CUgraph g, int *result) {
 	CUgraphNode errNode;
 	CUgraphExecUpdateResult res;
@@ -148,6 +155,20 @@ func (g *Graph) KernelNodes() ([]GraphNode, error) {
 		out[i] = GraphNode{r}
 	}
 	return out, nil
+}
+
+// Runs says whether a kernel node launches k.
+func (g *Graph) Runs(node GraphNode, k *Kernel) (bool, error) {
+	release, err := g.ctx.bind()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	var f C.CUfunction
+	if err := check("cuGraphKernelNodeGetParams", C.llm_node_func(node.n, &f)); err != nil {
+		return false, err
+	}
+	return f == k.fn, nil
 }
 
 // SetKernelArg changes parameter idx (of the kernel's nargs) of one kernel

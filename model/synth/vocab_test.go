@@ -9,7 +9,7 @@ import (
 )
 
 // TestBuiltinVocabTokenizes checks that the project's tokenizer reads the
-// built-in vocabulary as intended: every byte of any text is one token,
+// built-in vocabulary as intended: every byte of valid UTF-8 text is one token,
 // text round-trips, special-token text parses to the special ids, and the
 // chat template renders a prompt that tokenizes to header and end-of-turn
 // ids.
@@ -38,7 +38,7 @@ func TestBuiltinVocabTokenizes(t *testing.T) {
 		if !reflect.DeepEqual(ids, want) {
 			t.Errorf("Encode(%q) = %v, want the bytes %v", text, ids, want)
 		}
-		if got := string(tok.Decode(ids)); got != text {
+		if got := tok.Decode(ids); got != text {
 			t.Errorf("Decode(Encode(%q)) = %q", text, got)
 		}
 	}

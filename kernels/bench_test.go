@@ -167,3 +167,50 @@ func BenchmarkToken(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRowDot4 is BenchmarkRowDot for the four-row kernels: the same
+// 256 weight rows against four activation rows, by four single-row calls
+// (x1) and by one four-row call (x4).
+func BenchmarkRowDot4(b *testing.B) {
+	const rows, cols = 256, 2048
+	for _, typ := range matTypes {
+		k := bestKernels().types[typ]
+		if k.dot4 == nil {
+			continue
+		}
+		w := benchMatrix(b, typ, rows, cols, false)
+		rb := len(w.Data) / rows
+		x := randVec(rand.New(rand.NewPCG(1, 1)), 4*cols)
+		var buf actBuf
+		a := buf.prepare(k.act, x, 4, cols)
+		for i := range a {
+			a[i].quantize(k.act)
+		}
+		b.Run(typ.String()+"/x1", func(b *testing.B) {
+			b.SetBytes(4 * int64(len(w.Data)))
+			var sink float32
+			for i := 0; i < b.N; i++ {
+				for r := 0; r < rows; r++ {
+					for j := range a {
+						sink += k.dot(w.Data[r*rb:(r+1)*rb], &a[j])
+					}
+				}
+			}
+			if sink == 1.5 {
+				b.Log(sink)
+			}
+		})
+		b.Run(typ.String()+"/x4", func(b *testing.B) {
+			b.SetBytes(4 * int64(len(w.Data)))
+			var sink float32
+			for i := 0; i < b.N; i++ {
+				for r := 0; r < rows; r++ {
+					sink += k.dot4(w.Data[r*rb:(r+1)*rb], a)[0]
+				}
+			}
+			if sink == 1.5 {
+				b.Log(sink)
+			}
+		})
+	}
+}

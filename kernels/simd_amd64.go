@@ -43,6 +43,12 @@ func dotQ4_Kx4AVX2(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs in
 //go:noescape
 func dotQ6_Kx4AVX2(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
 
+//go:noescape
+func dotQ3_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ2_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
 func cpuidF16C() bool
 
 // simdKernels returns the portable set with the assembly kernels swapped
@@ -61,6 +67,8 @@ func simdKernels() *kernelSet {
 	ks.types[gguf.TypeQ8_0] = typeKernel{actQ8, dotQ8_0Asm, dotQ8_0x4Asm}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, dotQ4_KAsm, dotQ4_Kx4Asm}
 	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, dotQ5_KAsm, nil}
+	ks.types[gguf.TypeQ2_K] = typeKernel{actQ8K, dotQ2_KAsm, nil}
+	ks.types[gguf.TypeQ3_K] = typeKernel{actQ8K, dotQ3_KAsm, nil}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, dotQ6_KAsm, dotQ6_Kx4Asm}
 	return ks
 }
@@ -101,6 +109,16 @@ func dotQ6_KAsm(w []byte, x *actRow) float32 {
 func dotQ5_KAsm(w []byte, x *actRow) float32 {
 	_ = w[176*len(x.d)-1]
 	return dotQ5_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+}
+
+func dotQ2_KAsm(w []byte, x *actRow) float32 {
+	_ = w[84*len(x.d)-1]
+	return dotQ2_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+}
+
+func dotQ3_KAsm(w []byte, x *actRow) float32 {
+	_ = w[110*len(x.d)-1]
+	return dotQ3_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
 }
 
 func dotQ4_0Asm(w []byte, x *actRow) float32 {

@@ -49,6 +49,15 @@ func dotQ3_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 //go:noescape
 func dotQ2_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 
+//go:noescape
+func dotQ4_1AVX2(w *byte, q *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ5_0AVX2(w *byte, q *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ5_1AVX2(w *byte, q *int8, d, s *float32, nb int) float32
+
 func cpuidF16C() bool
 
 // simdKernels returns the portable set with the assembly kernels swapped
@@ -64,6 +73,9 @@ func simdKernels() *kernelSet {
 	ks.types[gguf.TypeF16] = typeKernel{actF32, dotF16RowAsm, nil}
 	ks.types[gguf.TypeBF16] = typeKernel{actF32, dotBF16RowAsm, nil}
 	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, dotQ4_0Asm, nil}
+	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, dotQ4_1Asm, nil}
+	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, dotQ5_0Asm, nil}
+	ks.types[gguf.TypeQ5_1] = typeKernel{actQ8, dotQ5_1Asm, nil}
 	ks.types[gguf.TypeQ8_0] = typeKernel{actQ8, dotQ8_0Asm, dotQ8_0x4Asm}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, dotQ4_KAsm, dotQ4_Kx4Asm}
 	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, dotQ5_KAsm, nil}
@@ -109,6 +121,21 @@ func dotQ6_KAsm(w []byte, x *actRow) float32 {
 func dotQ5_KAsm(w []byte, x *actRow) float32 {
 	_ = w[176*len(x.d)-1]
 	return dotQ5_KAVX2(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+}
+
+func dotQ4_1Asm(w []byte, x *actRow) float32 {
+	_ = w[20*len(x.d)-1]
+	return dotQ4_1AVX2(&w[0], &x.q[0], &x.d[0], &x.s[0], len(x.d))
+}
+
+func dotQ5_0Asm(w []byte, x *actRow) float32 {
+	_ = w[22*len(x.d)-1]
+	return dotQ5_0AVX2(&w[0], &x.q[0], &x.d[0], len(x.d))
+}
+
+func dotQ5_1Asm(w []byte, x *actRow) float32 {
+	_ = w[24*len(x.d)-1]
+	return dotQ5_1AVX2(&w[0], &x.q[0], &x.d[0], &x.s[0], len(x.d))
 }
 
 func dotQ2_KAsm(w []byte, x *actRow) float32 {

@@ -700,3 +700,56 @@ TEXT ·cpuidF16C(SB), NOSPLIT, $0-1
 	ANDL  $1, CX
 	MOVB  CX, ret+0(FP)
 	RET
+
+// func axpyAVX2(y *float32, a float32, x *float32, n int)
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+
+axpyloop32:
+	CMPQ CX, $32
+	JL   axpyloop8
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VMOVUPS     64(DI), Y2
+	VMOVUPS     96(DI), Y3
+	VFMADD231PS (SI), Y15, Y0
+	VFMADD231PS 32(SI), Y15, Y1
+	VFMADD231PS 64(SI), Y15, Y2
+	VFMADD231PS 96(SI), Y15, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         axpyloop32
+
+axpyloop8:
+	CMPQ CX, $8
+	JL   axpytail
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         axpyloop8
+
+axpytail:
+	TESTQ CX, CX
+	JZ    axpydone
+	VMOVSS      (DI), X0
+	VFMADD231SS (SI), X15, X0
+	VMOVSS      X0, (DI)
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         axpytail
+
+axpydone:
+	VZEROUPPER
+	RET

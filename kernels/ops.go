@@ -92,5 +92,9 @@ func Add(dst, a []float32) {
 	}
 }
 
+// Axpy adds a·x to y element-wise over len(y) values (the weighted sum of
+// values in attention); x must be at least as long.
+func Axpy(y []float32, a float32, x []float32) { bestKernels().axpy(y, a, x) }
+
 // Dot returns Σ a[i]·b[i] over len(a) values; b must be at least as long.
 func Dot(a, b []float32) float32 { return bestKernels().dot(a, b) }

@@ -58,6 +58,9 @@ func dotQ5_0AVX2(w *byte, q *int8, d *float32, nb int) float32
 //go:noescape
 func dotQ5_1AVX2(w *byte, q *int8, d, s *float32, nb int) float32
 
+//go:noescape
+func axpyAVX2(y *float32, a float32, x *float32, n int)
+
 func cpuidF16C() bool
 
 // simdKernels returns the portable set with the assembly kernels swapped
@@ -69,6 +72,7 @@ func simdKernels() *kernelSet {
 	ks := portableKernels()
 	ks.name = "avx2"
 	ks.dot = dotF32Asm
+	ks.axpy = axpyAsm
 	ks.types[gguf.TypeF32] = typeKernel{actF32, dotF32RowAsm, nil}
 	ks.types[gguf.TypeF16] = typeKernel{actF32, dotF16RowAsm, nil}
 	ks.types[gguf.TypeBF16] = typeKernel{actF32, dotBF16RowAsm, nil}
@@ -91,6 +95,14 @@ func dotF32Asm(a, b []float32) float32 {
 	}
 	_ = b[len(a)-1]
 	return dotF32AVX2(&a[0], &b[0], len(a))
+}
+
+func axpyAsm(y []float32, a float32, x []float32) {
+	if len(y) == 0 {
+		return
+	}
+	_ = x[len(y)-1]
+	axpyAVX2(&y[0], a, &x[0], len(y))
 }
 
 func dotF32RowAsm(w []byte, x *actRow) float32 {

@@ -22,7 +22,8 @@ type typeKernel struct {
 type kernelSet struct {
 	name  string
 	types map[gguf.Type]typeKernel
-	dot   func(a, b []float32) float32 // Dot
+	dot   func(a, b []float32) float32              // Dot
+	axpy  func(y []float32, a float32, x []float32) // Axpy
 }
 
 func portableKernels() *kernelSet {
@@ -43,7 +44,8 @@ func portableKernels() *kernelSet {
 			gguf.TypeQ5_K: {actQ8K, dotQ5_K, nil},
 			gguf.TypeQ6_K: {actQ8K, dotQ6_K, nil},
 		},
-		dot: dotF32Go,
+		dot:  dotF32Go,
+		axpy: axpyGo,
 	}
 }
 

@@ -102,13 +102,14 @@ func BenchmarkRowDot(b *testing.B) {
 	}
 }
 
-// BenchmarkToken runs the matrix-vector products of one decode step of a
-// Llama-3.2-1B-shaped model (16 layers, embedding 2048, FFN 8192, 8 KV heads
-// of 64, vocabulary 128256) with every layer in its own memory, as in a real
-// model: the whole-token matvec time, bound by memory bandwidth. The Q4_K_M
-// mix follows llama.cpp: attn_v and ffn_down in Q6_K on half the layers,
-// output in Q6_K, the rest Q4_K. Weights on 4 KiB pages (heap) and in
-// AllocHuge memory (huge).
+// BenchmarkToken runs the matrix products of one step of a Llama-3.2-1B-
+// shaped model (16 layers, embedding 2048, FFN 8192, 8 KV heads of 64,
+// vocabulary 128256) with every layer in its own memory, as in a real
+// model. The Q4_K_M mix follows llama.cpp: attn_v and ffn_down in Q6_K on
+// half the layers, output in Q6_K, the rest Q4_K. Variants: weights on Go
+// heap pages (heap) or in AllocHuge memory (huge); a decode step (n=1,
+// bound by memory bandwidth) or a prefill of 32 tokens (n=32, bound by
+// compute; ms/token is per token of the 32).
 func BenchmarkToken(b *testing.B) {
 	const layers, embd, ffn, kv, vocab = 16, 2048, 8192, 512, 128256
 	mixes := []struct {
@@ -119,15 +120,16 @@ func BenchmarkToken(b *testing.B) {
 		{"Q4_K_M", gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ6_K},
 		{"Q8_0", gguf.TypeQ8_0, gguf.TypeQ8_0, gguf.TypeQ8_0},
 	}
+	variants := []struct {
+		mem  string
+		huge bool
+		n    int
+	}{{"heap", false, 1}, {"huge", true, 1}, {"huge", true, 32}}
 	p := NewPool(runtime.GOMAXPROCS(0))
 	defer p.Close()
 	for _, mix := range mixes {
-		for _, huge := range []bool{false, true} {
-			mem := "heap"
-			if huge {
-				mem = "huge"
-			}
-			b.Run(mix.name+"/"+mem, func(b *testing.B) {
+		for _, v := range variants {
+			b.Run(fmt.Sprintf("%s/%s/n=%d", mix.name, v.mem, v.n), func(b *testing.B) {
 				type mm struct {
 					w    Matrix
 					x, y []float32
@@ -135,9 +137,9 @@ func BenchmarkToken(b *testing.B) {
 				var ops []mm
 				var bytes int64
 				add := func(typ gguf.Type, rows, cols int) {
-					w := benchMatrix(b, typ, rows, cols, false)
+					w := benchMatrix(b, typ, rows, cols, v.huge)
 					bytes += int64(len(w.Data))
-					ops = append(ops, mm{w, randVec(rand.New(rand.NewPCG(2, 2)), cols), make([]float32, rows)})
+					ops = append(ops, mm{w, randVec(rand.New(rand.NewPCG(2, 2)), v.n*cols), make([]float32, v.n*rows)})
 				}
 				for l := 0; l < layers; l++ {
 					heavy := mix.base
@@ -157,12 +159,12 @@ func BenchmarkToken(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					for _, o := range ops {
-						if err := MatMul(p, o.w, o.x, 1, o.y); err != nil {
+						if err := MatMul(p, o.w, o.x, v.n, o.y); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/token")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*v.n)/1e6, "ms/token")
 			})
 		}
 	}

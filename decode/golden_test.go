@@ -1,0 +1,210 @@
+package decode
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"llmserve/gguf"
+	"llmserve/internal/shared"
+	"llmserve/model"
+)
+
+// goldenTokens are the 16 tokens the golden logits were computed on.
+var goldenTokens = []int32{1, 270, 271, 272, 45, 260, 280, 287, 259, 272, 273, 274, 275, 276, 277, 278}
+
+// openEngine loads a model from the shared data into a CPU engine.
+func openEngine(t testing.TB, rel string, opts CPUOptions) *CPUEngine {
+	t.Helper()
+	f, err := gguf.Open(shared.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewCPUEngine(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func readF32s(t *testing.T, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func nmse(got, ref []float32) float64 {
+	var num, den float64
+	for i := range ref {
+		d := float64(got[i]) - float64(ref[i])
+		num += d * d
+		den += float64(ref[i]) * float64(ref[i])
+	}
+	return num / den
+}
+
+// goldenTolerance is the NMSE bound of the shared golden README by weight type.
+func goldenTolerance(name string) float64 {
+	switch {
+	case strings.HasSuffix(name, "-F32"):
+		return 1e-6
+	case strings.HasSuffix(name, "-F16"), strings.HasSuffix(name, "-BF16"):
+		return 1e-4
+	}
+	return 2e-3
+}
+
+// forwardAll feeds tokens to sequence seq at positions 0.. in one batch and
+// returns the logits after every token.
+func forwardAll(t testing.TB, e Engine, tokens []int32, seq int32) []float32 {
+	t.Helper()
+	var b Batch
+	for i, tok := range tokens {
+		b.Add(tok, int32(i), seq, true)
+	}
+	out := make([]float32, len(tokens)*e.VocabSize())
+	if err := e.Forward(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGoldenLogits(t *testing.T) {
+	dir := shared.Path(t, "golden")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	for _, p := range files {
+		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
+		t.Run(name, func(t *testing.T) {
+			e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
+			ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
+			got := forwardAll(t, e, goldenTokens, 0)
+			if len(ref) != len(got) {
+				t.Fatalf("%d reference logits, %d computed", len(ref), len(got))
+			}
+			err, tol := nmse(got, ref), goldenTolerance(name)
+			t.Logf("NMSE %.3g (tolerance %.0e)", err, tol)
+			if err > tol {
+				t.Errorf("NMSE %.3g exceeds %.0e", err, tol)
+			}
+		})
+	}
+}
+
+// TestGoldenGreedy decodes 24 tokens greedily after the golden prompt, one
+// token per step, for the models whose greedy text is stable (F32, F16).
+func TestGoldenGreedy(t *testing.T) {
+	want := map[string][]int32{}
+	data, err := os.ReadFile(shared.Path(t, "golden/greedy.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, ids, _ := strings.Cut(line, " greedy: ")
+		want[name] = parseIDs(t, ids)
+	}
+	for _, name := range []string{"tiny-llama-F32", "tiny-llama-F16", "tiny-llama-tied-F32", "tiny-qwen2-F32"} {
+		t.Run(name, func(t *testing.T) {
+			if want[name] == nil {
+				t.Skipf("no greedy sequence for %s in greedy.txt", name)
+			}
+			e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
+			got := greedy(t, e, goldenTokens, len(want[name]))
+			if !slices32Equal(got, want[name]) {
+				t.Errorf("greedy\n got %v\nwant %v", got, want[name])
+			}
+		})
+	}
+}
+
+// greedy prefills prompt and then generates n tokens at temperature 0.
+func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
+	t.Helper()
+	logits := forwardAll(t, e, prompt, 0)
+	V := e.VocabSize()
+	next := greedyPick(logits[(len(prompt)-1)*V:])
+	var out []int32
+	row := make([]float32, V)
+	var b Batch
+	for pos := len(prompt); len(out) < n; pos++ {
+		out = append(out, next)
+		if len(out) == n {
+			break
+		}
+		b.Reset()
+		b.Add(next, int32(pos), 0, true)
+		if err := e.Forward(&b, row); err != nil {
+			t.Fatal(err)
+		}
+		next = greedyPick(row)
+	}
+	return out
+}
+
+func greedyPick(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func parseIDs(t testing.TB, s string) []int32 {
+	t.Helper()
+	var ids []int32
+	for _, f := range strings.Fields(s) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids
+}
+
+func slices32Equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestStoriesGreedy generates 255 tokens from BOS on the real stories260K
+// model and compares them with llama.cpp's.
+func TestStoriesGreedy(t *testing.T) {
+	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parseIDs(t, string(data))
+	e := openEngine(t, "models/stories260K.gguf", CPUOptions{Context: 512})
+	got := greedy(t, e, []int32{1}, len(want))
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Fatalf("token %d differs: got %v..., want %v...", i, got[:min(i+1, len(got))], want[:i+1])
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package kernels holds the CPU compute of the forward pass: matrix-vector
+// and matrix-matrix products directly on ggml's quantized weight blocks, and
+// the small element-wise ops around them (RMS norm, RoPE, softmax, SwiGLU).
+//
+// Work is spread over a fixed set of worker goroutines (Pool). For the
+// quantized weight types the activation row is first quantized to 8-bit
+// blocks, as llama.cpp does (blocks of 32 for the legacy types, super-blocks
+// of 256 with block sums for the k-quants), and each weight row is then
+// reduced by integer dot products per block. On amd64 with AVX2, FMA and F16C
+// the hot dot products run in assembly; a portable Go path computes the same
+// thing everywhere else.
+package kernels

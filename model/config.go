@@ -1,0 +1,118 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"llmserve/gguf"
+)
+
+// readConfig reads the hyperparameters under the "{arch}." metadata prefix.
+func readConfig(f *gguf.File, arch Arch) (Config, error) {
+	c := Config{Arch: arch, RopeBase: 10000, RopeScale: 1}
+	c.Name, _ = f.String("general.name")
+	p := arch.Name + "."
+	required := []struct {
+		key string
+		dst *int
+	}{
+		{"embedding_length", &c.Embd},
+		{"block_count", &c.Layers},
+		{"attention.head_count", &c.Heads},
+		{"feed_forward_length", &c.FFN},
+	}
+	for _, r := range required {
+		v, err := f.Uint32(p + r.key)
+		if err != nil {
+			return c, err
+		}
+		if v == 0 || v > 1<<20 {
+			return c, fmt.Errorf("%s%s = %d is out of range", p, r.key, v)
+		}
+		*r.dst = int(v)
+	}
+	optional := []struct {
+		key string
+		dst *int
+		def int
+	}{
+		{"attention.head_count_kv", &c.KVHeads, c.Heads},
+		{"attention.key_length", &c.HeadDim, c.Embd / c.Heads},
+		{"context_length", &c.CtxTrain, 2048},
+	}
+	for _, o := range optional {
+		v, err := f.Uint32(p + o.key)
+		switch {
+		case errors.Is(err, gguf.ErrKeyNotFound):
+			*o.dst = o.def
+		case err != nil:
+			return c, err
+		case v == 0 || v > 1<<24:
+			return c, fmt.Errorf("%s%s = %d is out of range", p, o.key, v)
+		default:
+			*o.dst = int(v)
+		}
+	}
+	rd, err := f.Uint32(p + "rope.dimension_count")
+	switch {
+	case errors.Is(err, gguf.ErrKeyNotFound):
+		c.RopeDim = c.HeadDim
+	case err != nil:
+		return c, err
+	default:
+		c.RopeDim = int(rd)
+	}
+	eps, err := f.Float32(p + "attention.layer_norm_rms_epsilon")
+	if err != nil {
+		return c, err
+	}
+	c.RMSEps = eps
+	if base, err := f.Float32(p + "rope.freq_base"); err == nil {
+		c.RopeBase = base
+	} else if !errors.Is(err, gguf.ErrKeyNotFound) {
+		return c, err
+	}
+	if err := readRopeScaling(f, p, &c); err != nil {
+		return c, err
+	}
+	return c, c.check()
+}
+
+// readRopeScaling applies "linear" position scaling; "none" and llama3's
+// scaling (carried by the rope_freqs tensor) need nothing here.
+func readRopeScaling(f *gguf.File, p string, c *Config) error {
+	typ, err := f.String(p + "rope.scaling.type")
+	if errors.Is(err, gguf.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "none", "llama3":
+		return nil
+	case "linear":
+		factor, err := f.Float32(p + "rope.scaling.factor")
+		if err != nil {
+			return err
+		}
+		if factor <= 0 {
+			return fmt.Errorf("%srope.scaling.factor = %g is not positive", p, factor)
+		}
+		c.RopeScale = 1 / factor
+		return nil
+	}
+	return fmt.Errorf("rope scaling %q: %w", typ, ErrUnsupported)
+}
+
+func (c *Config) check() error {
+	switch {
+	case c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("%d heads is not a multiple of %d KV heads", c.Heads, c.KVHeads)
+	case c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
+		return fmt.Errorf("rope dimension %d does not fit head dimension %d", c.RopeDim, c.HeadDim)
+	case c.RMSEps <= 0:
+		return fmt.Errorf("RMS epsilon %g is not positive", c.RMSEps)
+	}
+	return nil
+}

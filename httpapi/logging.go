@@ -98,12 +98,12 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			ev = s.cfg.Logger.Error()
 		}
 		ev = ev.Str("id", st.id).Str("method", r.Method).Str("path", r.URL.Path).
-			Int("status", rec.status).Dur("duration", time.Since(start)).Int64("bytes", rec.bytes)
+			Int("status", rec.status).Dur("duration_ms", time.Since(start)).Int64("bytes", rec.bytes)
 		if st.promptTokens > 0 || st.completionTokens > 0 {
 			ev = ev.Int("prompt_tokens", st.promptTokens).Int("completion_tokens", st.completionTokens)
 		}
 		if !st.firstToken.IsZero() {
-			ev = ev.Dur("ttft", st.firstToken.Sub(start))
+			ev = ev.Dur("ttft_ms", st.firstToken.Sub(start))
 			if gen := st.lastToken.Sub(st.firstToken).Seconds(); st.completionTokens > 1 && gen > 0 {
 				ev = ev.Float64("tokens_per_s", float64(st.completionTokens-1)/gen)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"llmserve/decode"
 )
@@ -62,8 +63,10 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Message: "malformed JSON in the request body: " + err.Error()}
 	case errors.As(err, &typ):
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: typ.Field,
-			Message: fmt.Sprintf("parameter %q must be %s, not a JSON %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)}
+		// Parameters shared by both endpoints sit in an embedded struct.
+		field := strings.TrimPrefix(typ.Field, "genParams.")
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: field,
+			Message: fmt.Sprintf("parameter %q must be %s, not a JSON %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)}
 	case errors.As(err, &prompt):
 		code := any(nil)
 		if prompt.Tokens >= prompt.Context {

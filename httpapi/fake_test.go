@@ -16,9 +16,10 @@ type fakeEngine struct {
 	vocab, ctx, seqs int
 	gate             chan struct{}
 
-	mu        sync.Mutex // guards hist, failAfter
+	mu        sync.Mutex // guards hist, failAfter, maxRows
 	hist      [][]int32  // [seqs][ctx] token at each position
 	failAfter int        // when > 0, counts down Forward calls; the one reaching 0 fails
+	maxRows   int        // most logits rows in one Forward
 }
 
 func newFakeEngine(ctx, seqs int) *fakeEngine {
@@ -65,6 +66,7 @@ func (e *fakeEngine) Forward(b *decode.Batch, out []float32) error {
 			row++
 		}
 	}
+	e.maxRows = max(e.maxRows, row)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-
 )
 
 // completionRequest is the body of POST /v1/completions.
@@ -158,4 +157,3 @@ func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, withTop bool) *compl
 	}
 	return lp
 }
-

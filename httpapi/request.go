@@ -249,4 +249,3 @@ func checkModel(name, served string) error {
 	}
 	return nil
 }
-

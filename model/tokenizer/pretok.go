@@ -113,6 +113,10 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 		return preTokenizer{splitters: []splitter{collapsed(qwenStyle{contractions: true, maxDigits: 1, punctNewline: true}.matcher())}}, nil
 	case "ufakzeka":
 		return preTokenizer{splitters: []splitter{collapsed(qwenStyle{maxDigits: 1, punctNewline: true, newlinePlus: true}.matcher())}}, nil
+	case "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2":
+		return preTokenizer{splitters: []splitter{collapsed(casedStyle{contractions: true, maxDigits: 3}.matcher())}}, nil
+	case "tekken":
+		return preTokenizer{splitters: []splitter{collapsed(casedStyle{maxDigits: 1}.matcher())}, ignoreMerges: true, addBOS: true}, nil
 	case "minicpm5":
 		return preTokenizer{splitters: []splitter{
 			collapsed(func(c []rune, p, hi int) int {

@@ -196,29 +196,34 @@ func (q qwenStyle) matcher() matcher {
 			}
 			return e
 		}
-		ws := runEnd(c, p, hi, reSpace)
-		if ws == p {
-			return -1
-		}
-		// \s*[\r\n]+ (or [\r\n]): the last newline of the run ends the match.
-		for i := ws - 1; i >= p; i-- {
-			if reNewline(c[i]) {
-				if q.newlinePlus {
-					return runEnd(c, i, hi, reNewline)
-				}
-				return i + 1
+		return q.whitespace(c, p, hi)
+	}
+}
+
+// whitespace matches \s*[\r\n]+ (or \s*[\r\n]), \s+(?!\S) and \s+ at p.
+func (q qwenStyle) whitespace(c []rune, p, hi int) int {
+	ws := runEnd(c, p, hi, reSpace)
+	if ws == p {
+		return -1
+	}
+	// \s*[\r\n]+ (or [\r\n]): the last newline of the run ends the match.
+	for i := ws - 1; i >= p; i-- {
+		if reNewline(c[i]) {
+			if q.newlinePlus {
+				return runEnd(c, i, hi, reNewline)
 			}
+			return i + 1
 		}
-		// \s+(?!\S)
-		if ws == hi {
-			return ws
-		}
-		if ws-p >= 2 {
-			return ws - 1
-		}
-		// \s+
+	}
+	// \s+(?!\S)
+	if ws == hi {
 		return ws
 	}
+	if ws-p >= 2 {
+		return ws - 1
+	}
+	// \s+
+	return ws
 }
 
 // contractionAt matches '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD].

@@ -32,6 +32,10 @@ run: build
 		$(BIN) serve --model $(MODEL) --port $(PORT); \
 	fi
 
+# bench-cpu measures pp512/tg128 on synthetic Llama-3.2-1B-shaped models (THREADS=2).
+bench-cpu:
+	scripts/bench-cpu.sh
+
 fuzz:
 	$(GO) test ./gguf -run '^$$' -fuzz FuzzParse -fuzztime 60s
 

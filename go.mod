@@ -4,10 +4,11 @@ go 1.26.8
 
 require (
 	github.com/ardanlabs/jinja v1.8.0
-	github.com/go-chi/chi/v5 v5.2.3 // indirect
+	golang.org/x/sys v0.43.0
+	gorgonia.org/cu v0.9.6
+)
+
+require (
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/mattn/go-colorable v0.1.13 // indirect
-	github.com/mattn/go-isatty v0.0.19 // indirect
-	github.com/rs/zerolog v1.34.0 // indirect
-	golang.org/x/sys v0.43.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 )

@@ -30,10 +30,11 @@ func ScaleMinK4(j int, scales []byte) (sc, m uint8) {
 	return scales[j+4]&0xf | scales[j-4]>>6<<4, scales[j+4]>>4 | scales[j]>>6<<4
 }
 
-// scalesQ3K unpacks the 16 signed 6-bit group scales of a Q3_K block: the
-// low nibbles fill scales[0:8] (groups 0-7, then 8-15 in the high nibbles)
-// and the top two bits come from scales[8:12].
-func scalesQ3K(packed []byte) [16]int32 {
+// ScalesQ3K unpacks the 16 signed 6-bit group scales (-32..31) from the 12
+// packed scale bytes of a Q3_K block: the low nibbles of bytes 0-7 hold
+// groups 0-7 and their high nibbles groups 8-15; the top two bits of group
+// j are bits 2(j/4)..2(j/4)+1 of byte 8 + j%4.
+func ScalesQ3K(packed []byte) [16]int32 {
 	var sc [16]int32
 	for j := range 16 {
 		lo := packed[j%8] >> (4 * (j / 8)) & 0xf
@@ -70,7 +71,7 @@ func dequantQ3_K(dst []float32, src []byte) {
 	for i := 0; i < len(dst)/QK_K; i++ {
 		b, y := src[110*i:110*i+110], dst[QK_K*i:QK_K*i+QK_K]
 		hmask, qs := b[0:32], b[32:96]
-		sc := scalesQ3K(b[96:108])
+		sc := ScalesQ3K(b[96:108])
 		d := half(b[108:])
 		k, g := 0, 0
 		m := byte(1)

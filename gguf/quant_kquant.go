@@ -99,7 +99,7 @@ func quantQ3_K(dst []byte, src []float32) {
 			putHalf(b[108:], 1/iscale)
 		}
 		d := half(b[108:])
-		sc := scalesQ3K(packed)
+		sc := ScalesQ3K(packed)
 		for j := range QK_K / 16 {
 			dl := d * float32(sc[j])
 			if dl == 0 {

@@ -100,8 +100,8 @@ func randMatrix(t *testing.T, rng *rand.Rand, typ gguf.Type, rows, cols int) Mat
 func refDequant(t *testing.T, m Matrix) []float64 {
 	t.Helper()
 	f := make([]float32, m.Rows*m.Cols)
-	if err := dequantizeRow(m.Type, m.Data, f); err != nil {
-		t.Skipf("no reference dequantizer for %s: %v", m.Type, err)
+	if err := gguf.Dequantize(m.Type, m.Data, f); err != nil {
+		t.Fatalf("reference dequantization of %s: %v", m.Type, err)
 	}
 	out := make([]float64, len(f))
 	for i, v := range f {

@@ -10,8 +10,52 @@ const rowTile = 16
 // n = 1 is the matrix-vector product of a decode step, n > 1 a prefill.
 // For quantized types the activations are quantized to 8 bits once per call
 // (see act.go), so results differ from an exact product by that rounding.
+// MatMul does not allocate once the pool's buffers have grown to the
+// largest activation size seen.
 func MatMul(p *Pool, w Matrix, x []float32, n int, y []float32) error {
 	return matMul(bestKernels(), p, w, x, n, y)
+}
+
+// matMulJob is the state of one MatMul shared with the pool's threads. Its
+// two loop bodies are bound once, so running them allocates nothing.
+type matMulJob struct {
+	buf  actBuf   // quantized activations, grown as needed
+	acts []actRow // [n] activation rows of this call
+	k    typeKernel
+	data []byte    // weights
+	rb   int       // bytes per weight row
+	rows int       // weight rows
+	y    []float32 // [n*rows] output
+
+	quantizeFn, rowsFn func(lo, hi int)
+}
+
+func (j *matMulJob) init() {
+	j.quantizeFn = j.quantize
+	j.rowsFn = j.run
+}
+
+// quantize prepares activation rows [lo, hi).
+func (j *matMulJob) quantize(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.acts[i].quantize(j.k.act)
+	}
+}
+
+// run computes weight rows [lo, hi) for every activation row, a tile of
+// rowTile weight rows at a time so the tile stays in cache across them.
+func (j *matMulJob) run(lo, hi int) {
+	dot, data, rb, rows := j.k.dot, j.data, j.rb, j.rows
+	for t := lo; t < hi; t += rowTile {
+		te := min(t+rowTile, hi)
+		for i := range j.acts {
+			a := &j.acts[i]
+			yi := j.y[i*rows : (i+1)*rows]
+			for r := t; r < te; r++ {
+				yi[r] = dot(data[r*rb:(r+1)*rb], a)
+			}
+		}
+	}
 }
 
 func matMul(ks *kernelSet, p *Pool, w Matrix, x []float32, n int, y []float32) error {
@@ -29,29 +73,15 @@ func matMul(ks *kernelSet, p *Pool, w Matrix, x []float32, n int, y []float32) e
 	if n == 0 || w.Rows == 0 {
 		return nil
 	}
-	p.scratchMu.Lock()
-	defer p.scratchMu.Unlock()
-	acts := p.scratch.prepare(k.act, x, n, w.Cols)
+	p.mmMu.Lock()
+	defer p.mmMu.Unlock()
+	j := &p.mm
+	j.acts = j.buf.prepare(k.act, x, n, w.Cols)
+	j.k, j.data, j.rb, j.rows, j.y = k, w.Data, rb, w.Rows, y
 	if k.act != actF32 {
-		p.ForChunk(n, 1, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				acts[i].quantize(k.act)
-			}
-		})
+		p.ForChunk(n, 1, j.quantizeFn)
 	}
-	rows, dot, data := w.Rows, k.dot, w.Data
-	chunk := max(rowTile, rows/(16*p.threads))
-	p.ForChunk(rows, chunk, func(lo, hi int) {
-		for t := lo; t < hi; t += rowTile {
-			te := min(t+rowTile, hi)
-			for i := range acts {
-				a := &acts[i]
-				yi := y[i*rows : (i+1)*rows]
-				for r := t; r < te; r++ {
-					yi[r] = dot(data[r*rb:(r+1)*rb], a)
-				}
-			}
-		}
-	})
+	p.ForChunk(w.Rows, max(rowTile, w.Rows/(16*p.threads)), j.rowsFn)
+	j.acts, j.data, j.y = nil, nil, nil
 	return nil
 }

@@ -22,13 +22,14 @@ var matTypes = []gguf.Type{
 // Quantized weights: the activations are rounded to 8 bits with step
 // d = max|x|/127 per block, an error of variance d²/12 per value. For
 // Gaussian x the block maximum is about 2.5σ (32 values) or 3σ (256), so the
-// relative error variance is (2.5/127)²/12 ≈ 3e-5 or (3/127)²/12 ≈ 5e-5;
-// with weights independent of x the NMSE of y is about the same. 3e-4 leaves
-// a margin of ~6x over that while a wrong scale, offset or bit position gives
-// NMSE near 1.
+// relative error variance is (2.5/127)²/12 ≈ 3e-5 or (3/127)²/12 ≈ 5e-5,
+// and the NMSE of y is of that order (measured: 3e-5..2e-4 over a few dozen
+// outputs; more when the random weights share a large offset). 1e-3 leaves
+// room for that spread while a wrong scale, offset or bit position gives an
+// NMSE near 1. The sharp check is boundExact below.
 const (
 	boundFloat = 1e-6
-	boundQuant = 3e-4
+	boundQuant = 1e-3
 	// boundExact is the bound against the float64 product of the dequantized
 	// weights with the quantized-then-dequantized activations: the integer
 	// sums are exact, only float32 scaling and accumulation remain.
@@ -77,7 +78,9 @@ func TestMatMul(t *testing.T) {
 						if isFloat(typ) {
 							bound = boundFloat
 						}
-						if e := nmse(y, refMatMul(wd, rows, cols, to64(x), n)); e > bound {
+						// The quantization-noise bound is an expectation over
+						// many outputs; one output alone can be near zero.
+						if e := nmse(y, refMatMul(wd, rows, cols, to64(x), n)); e > bound && rows*n >= 64 {
 							t.Errorf("NMSE vs float64 product %.3g > %.3g (y[0]=%g)", e, bound, y[0])
 						}
 						if isFloat(typ) {
@@ -191,5 +194,48 @@ func TestRow(t *testing.T) {
 				t.Error("Row past the end returned no error")
 			}
 		})
+	}
+}
+
+// TestKernelSetsAgree compares every kernel set with the portable one on the
+// same quantized activations: the integer sums are exact in both, so they
+// may differ only by float32 rounding of the scaling and accumulation.
+func TestKernelSetsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	p := NewPool(2)
+	defer p.Close()
+	ref := kernelSets[len(kernelSets)-1]
+	for _, ks := range kernelSets[:len(kernelSets)-1] {
+		for _, typ := range matTypes {
+			rows, cols, n := 37, 4*max(256, typ.BlockSize()), 3
+			w := randMatrix(t, rng, typ, rows, cols)
+			x := randVec(rng, n*cols)
+			got, want := make([]float32, n*rows), make([]float32, n*rows)
+			if err := matMul(ks, p, w, x, n, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := matMul(ref, p, w, x, n, want); err != nil {
+				t.Fatal(err)
+			}
+			if e := nmse(got, to64(want)); e > boundExact {
+				t.Errorf("%s vs %s, %s: NMSE %.3g > %.3g (%g vs %g)", ks.name, ref.name, typ, e, boundExact, got[0], want[0])
+			}
+		}
+	}
+}
+
+// TestMatMulNoAlloc checks that a decode-step MatMul allocates nothing once
+// the pool's buffers have grown.
+func TestMatMulNoAlloc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	p := NewPool(2)
+	defer p.Close()
+	w := randMatrix(t, rng, gguf.TypeQ4_K, 64, 512)
+	x, y := randVec(rng, 512), make([]float32, 64)
+	if err := MatMul(p, w, x, 1, y); err != nil {
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(20, func() { _ = MatMul(p, w, x, 1, y) }); a != 0 {
+		t.Errorf("MatMul allocates %.1f times per call", a)
 	}
 }

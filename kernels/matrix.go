@@ -64,7 +64,7 @@ func Row(w Matrix, r int, dst []float32) error {
 	if len(dst) < w.Cols {
 		return fmt.Errorf("kernels: row of %d values into %d", w.Cols, len(dst))
 	}
-	if err := dequantizeRow(w.Type, w.Data[r*rb:(r+1)*rb], dst[:w.Cols]); err != nil {
+	if err := gguf.Dequantize(w.Type, w.Data[r*rb:(r+1)*rb], dst[:w.Cols]); err != nil {
 		return fmt.Errorf("kernels: row %d: %w", r, err)
 	}
 	return nil

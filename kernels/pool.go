@@ -18,8 +18,8 @@ type Pool struct {
 	mu  sync.Mutex // guards cur and serializes loops
 	cur loop       // the loop being run; reused so For does not allocate
 
-	scratchMu sync.Mutex // guards scratch
-	scratch   actBuf     // quantized activations of the MatMul in progress
+	mmMu sync.Mutex // guards mm: one MatMul at a time
+	mm   matMulJob  // the MatMul in progress, its buffers reused
 }
 
 // loop is one parallel loop: [0, n) cut into chunks of size chunk, handed
@@ -42,6 +42,7 @@ func NewPool(threads int) *Pool {
 		start:   make(chan *loop),
 		quit:    make(chan struct{}),
 	}
+	p.mm.init()
 	for i := 1; i < threads; i++ {
 		go p.worker()
 	}

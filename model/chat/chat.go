@@ -17,6 +17,14 @@
 //
 // plus every entry of Options.Vars (enable_thinking and the like). A template
 // is compiled once by New and may be rendered concurrently.
+//
+// The engine is github.com/ardanlabs/jinja, written for chat templates (its
+// tojson writes Python's separators and key order). Its whitespace control
+// differs from Jinja2's, so New resolves whitespace itself first (see
+// whitespace.go). Differences from transformers that remain, all rare in
+// chat templates: whole floats print without ".0" (1.0 as 1, also in
+// tojson), none prints as "" rather than "None", tojson(indent=n) sorts keys
+// and escapes <, > and &, and Python's "%" string formatting is missing.
 package chat
 
 import (
@@ -59,7 +67,8 @@ type Options struct {
 	// Vars are further template variables, e.g. "enable_thinking": false.
 	// Values are nil, bool, int, int64, float64, string, []any,
 	// map[string]any (keys sorted) or json.RawMessage (key order kept).
-	// The variables above take precedence over Vars of the same name.
+	// The variables above (tools only when set) take precedence over Vars
+	// of the same name.
 	Vars map[string]any
 
 	// Now is the clock strftime_now reads; nil means time.Now.
@@ -77,8 +86,17 @@ func New(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("chat: empty template")
 	}
-	t, err := jinja.Compile(src)
+	resolved, err := resolveWhitespace(src)
 	if err != nil {
+		return nil, fmt.Errorf("chat: compile template: %w", err)
+	}
+	t, err := jinja.Compile(resolved)
+	if err != nil {
+		// Report the error at the line and column the author sees when
+		// the template as written shows it too.
+		if _, errSrc := jinja.Compile(src); errSrc != nil {
+			err = errSrc
+		}
 		return nil, fmt.Errorf("chat: compile template: %w", err)
 	}
 	return &Template{src: src, tmpl: t}, nil
@@ -88,7 +106,14 @@ func New(src string) (*Template, error) {
 func (t *Template) Source() string { return t.src }
 
 // Render formats msgs into a prompt.
-func (t *Template) Render(msgs []Message, opts Options) (string, error) {
+func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+	// Templates come with model files; the engine panics on some inputs
+	// ('a' * -1), which must fail this request, not the server.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat: render: template engine failed: %v", r)
+		}
+	}()
 	vars := make(map[string]jinja.Value, len(opts.Vars)+8)
 	for k, v := range opts.Vars {
 		val, err := goValue(v)
@@ -128,7 +153,7 @@ func (t *Template) Render(msgs []Message, opts Options) (string, error) {
 		return jinja.NewString(strftime(now(), args[0].AsString())), nil
 	})
 
-	out, err := t.tmpl.RenderValues(vars)
+	out, err = t.tmpl.RenderValues(vars)
 	if err != nil {
 		return "", fmt.Errorf("chat: render: %w", err)
 	}

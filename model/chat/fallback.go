@@ -2,13 +2,13 @@ package chat
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
-// fallbackSources are built-in templates for models whose GGUF carries no
-// chat template (or one that does not compile). Each writes the format its
-// family was trained on:
+// fallbackSource returns the Jinja source of the built-in template name.
+// The built-in templates serve models whose GGUF carries no chat template
+// (or one that does not compile). Each writes the format its family was
+// trained on:
 //
 //	chatml  <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //	llama3  {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|> ...
@@ -16,25 +16,29 @@ import (
 //
 // Llama 2 has no separate generation prompt: a prompt ending in [/INST]
 // already asks for the assistant's turn.
-var fallbackSources = map[string]string{
-	"chatml": `
+func fallbackSource(name string) (string, bool) {
+	switch name {
+	case "chatml":
+		return `
 {%- for message in messages -%}
     {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
 {%- endfor -%}
 {%- if add_generation_prompt -%}
     {{- '<|im_start|>assistant\n' -}}
-{%- endif -%}`,
+{%- endif -%}`, true
 
-	"llama3": `
+	case "llama3":
+		return `
 {{- bos_token -}}
 {%- for message in messages -%}
     {{- '<|start_header_id|>' + message.role + '<|end_header_id|>\n\n' + message.content | trim + '<|eot_id|>' -}}
 {%- endfor -%}
 {%- if add_generation_prompt -%}
     {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
-{%- endif -%}`,
+{%- endif -%}`, true
 
-	"llama2": `
+	case "llama2":
+		return `
 {%- if messages and messages[0].role == 'system' -%}
     {%- set system = messages[0].content | trim -%}
     {%- set turns = messages[1:] -%}
@@ -55,13 +59,15 @@ var fallbackSources = map[string]string{
     {%- else -%}
         {{- ' ' + message.content | trim + ' ' + eos_token -}}
     {%- endif -%}
-{%- endfor -%}`,
+{%- endfor -%}`, true
+	}
+	return "", false
 }
 
 // Fallback returns the built-in template called name: "chatml", "llama3"
 // or "llama2".
 func Fallback(name string) (*Template, error) {
-	src, ok := fallbackSources[name]
+	src, ok := fallbackSource(name)
 	if !ok {
 		return nil, fmt.Errorf("chat: unknown fallback template %q (have %s)", name, strings.Join(FallbackNames(), ", "))
 	}
@@ -72,15 +78,8 @@ func Fallback(name string) (*Template, error) {
 	return t, nil
 }
 
-// FallbackNames lists the built-in templates, sorted.
-func FallbackNames() []string {
-	names := make([]string, 0, len(fallbackSources))
-	for n := range fallbackSources {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+// FallbackNames lists the built-in templates.
+func FallbackNames() []string { return []string{"chatml", "llama2", "llama3"} }
 
 // Detect guesses the prompt format of a template from the special tokens it
 // writes and returns the name of the matching fallback, or "" when it

@@ -1,0 +1,378 @@
+package decode
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// SamplerParams says how one request picks its next token. The zero value
+// means greedy decoding without penalties.
+type SamplerParams struct {
+	Temperature      float32           // <= 0: greedy (argmax)
+	TopK             int               // keep the K most likely tokens; <= 0: off
+	TopP             float32           // keep the smallest set whose probability reaches P; >= 1 or <= 0: off
+	MinP             float32           // drop tokens less likely than MinP times the most likely; <= 0: off
+	RepeatPenalty    float32           // divide positive (multiply negative) logits of recent tokens; 0 or 1: off
+	PresencePenalty  float32           // subtracted once from the logit of every recent token
+	FrequencyPenalty float32           // subtracted from a recent token's logit once per occurrence
+	PenaltyLastN     int               // how many recent tokens the penalties look at; <= 0: penalties off
+	LogitBias        map[int32]float32 // added to the logit of a token; -Inf bans it
+	Seed             uint64            // seeds the request's own random stream
+	Logprobs         bool              // report the log-probability of each sampled token
+	TopLogprobs      int               // also report this many most likely alternatives (0..MaxTopLogprobs)
+}
+
+// MaxTopLogprobs is the largest number of alternatives a request may ask for.
+const MaxTopLogprobs = 20
+
+// TokenLogprob is one token with its log-probability under the model's
+// distribution (the raw logits, before penalties and truncation).
+type TokenLogprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// Sampled is the outcome of one sampling step.
+type Sampled struct {
+	Token   int32
+	Logprob float32        // log-probability of Token; set when SamplerParams.Logprobs
+	Top     []TokenLogprob // most likely tokens, best first; aliases the sampler's buffer until the next Sample
+}
+
+// candidate is one token id with its working logit and probability.
+type candidate struct {
+	id    int32
+	logit float32
+	p     float32
+}
+
+// Sampler turns a row of logits into the next token for one sequence. It
+// keeps the sequence's recent tokens (for the penalties) and its own random
+// stream, so a seeded sequence samples the same tokens whatever else runs
+// beside it. All buffers are sized once in NewSampler; Sample and Accept do
+// not allocate.
+type Sampler struct {
+	p     SamplerParams
+	vocab int
+	rng   *rand.Rand
+
+	cands  []candidate    // [vocab] working copy of the logits
+	bias   []TokenLogprob // logit bias entries (ID, added value), sorted by ID
+	window []int32        // [PenaltyLastN] ring buffer of recent tokens
+	wpos   int            // next write index into window
+	wlen   int            // tokens held in window
+	counts []int32        // [vocab] occurrences of each token in window; nil when penalties are off
+	top    []TokenLogprob // [TopLogprobs] best alternatives of the last step
+}
+
+// NewSampler validates p and sizes the buffers for a vocabulary of the given size.
+func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
+	if vocab <= 0 {
+		return nil, fmt.Errorf("sampler: vocabulary size %d", vocab)
+	}
+	if p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs {
+		return nil, fmt.Errorf("sampler: top_logprobs %d outside 0..%d", p.TopLogprobs, MaxTopLogprobs)
+	}
+	for _, f := range []float32{p.Temperature, p.TopP, p.MinP, p.RepeatPenalty, p.PresencePenalty, p.FrequencyPenalty} {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil, fmt.Errorf("sampler: parameter %v is not a finite number", f)
+		}
+	}
+	if p.RepeatPenalty < 0 {
+		return nil, fmt.Errorf("sampler: repeat penalty %v is negative", p.RepeatPenalty)
+	}
+	s := &Sampler{
+		p:     p,
+		vocab: vocab,
+		rng:   rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		cands: make([]candidate, vocab),
+		top:   make([]TokenLogprob, 0, p.TopLogprobs),
+	}
+	for id, b := range p.LogitBias {
+		if id < 0 || int(id) >= vocab {
+			return nil, fmt.Errorf("sampler: logit bias for token %d outside vocabulary of %d", id, vocab)
+		}
+		s.bias = append(s.bias, TokenLogprob{ID: id, Logprob: b})
+	}
+	slices.SortFunc(s.bias, func(a, b TokenLogprob) int { return int(a.ID - b.ID) })
+	if s.penalized() {
+		s.window = make([]int32, p.PenaltyLastN)
+		s.counts = make([]int32, vocab)
+	}
+	return s, nil
+}
+
+// penalized reports whether any penalty is active.
+func (s *Sampler) penalized() bool {
+	if s.p.PenaltyLastN <= 0 {
+		return false
+	}
+	return (s.p.RepeatPenalty != 0 && s.p.RepeatPenalty != 1) || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0
+}
+
+// Accept records a token of the sequence (prompt or generated) for the penalties.
+func (s *Sampler) Accept(tok int32) {
+	if s.counts == nil || tok < 0 || int(tok) >= s.vocab {
+		return
+	}
+	if s.wlen == len(s.window) {
+		s.counts[s.window[s.wpos]]--
+	} else {
+		s.wlen++
+	}
+	s.window[s.wpos] = tok
+	s.counts[tok]++
+	s.wpos = (s.wpos + 1) % len(s.window)
+}
+
+// Sample picks the next token from logits, a row of VocabSize values that
+// it does not modify. It does not Accept the token.
+func (s *Sampler) Sample(logits []float32) (Sampled, error) {
+	if len(logits) != s.vocab {
+		return Sampled{}, fmt.Errorf("sampler: %d logits for a vocabulary of %d", len(logits), s.vocab)
+	}
+	for i, l := range logits {
+		s.cands[i] = candidate{id: int32(i), logit: l}
+	}
+	for _, b := range s.bias {
+		s.cands[b.ID].logit += b.Logprob
+	}
+	s.applyPenalties()
+
+	var tok int32
+	if s.p.Temperature <= 0 {
+		tok = argmax(s.cands)
+	} else {
+		tok = s.sampleRandom()
+	}
+	out := Sampled{Token: tok}
+	if s.p.Logprobs || s.p.TopLogprobs > 0 {
+		lse := logSumExp(logits)
+		out.Logprob = logits[tok] - lse
+		out.Top = s.topLogprobs(logits, lse)
+	}
+	return out, nil
+}
+
+// applyPenalties applies the repeat, presence and frequency penalties once
+// to each distinct token of the window. counts of a token already handled
+// are negated during the pass and restored after it.
+func (s *Sampler) applyPenalties() {
+	if s.counts == nil {
+		return
+	}
+	rp := s.p.RepeatPenalty
+	for _, tok := range s.window[:s.wlen] {
+		n := s.counts[tok]
+		if n <= 0 {
+			continue
+		}
+		c := &s.cands[tok]
+		if rp != 0 && rp != 1 {
+			if c.logit <= 0 {
+				c.logit *= rp
+			} else {
+				c.logit /= rp
+			}
+		}
+		c.logit -= float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty
+		s.counts[tok] = -n
+	}
+	for _, tok := range s.window[:s.wlen] {
+		if s.counts[tok] < 0 {
+			s.counts[tok] = -s.counts[tok]
+		}
+	}
+}
+
+// sampleRandom runs top-k, top-p, min-p and temperature over s.cands, in
+// that order (as llama.cpp's default chain does), then draws a token.
+func (s *Sampler) sampleRandom() int32 {
+	c := s.cands
+	sorted := false
+	if k := s.p.TopK; k > 0 && k < len(c) {
+		selectTop(c, k)
+		c = c[:k]
+		slices.SortFunc(c, byLogitDesc)
+		sorted = true
+	}
+	if s.p.TopP > 0 && s.p.TopP < 1 {
+		if !sorted {
+			slices.SortFunc(c, byLogitDesc)
+			sorted = true
+		}
+		softmax(c, 1)
+		var cum float32
+		for i := range c {
+			cum += c[i].p
+			if cum >= s.p.TopP {
+				c = c[:i+1]
+				break
+			}
+		}
+	}
+	if s.p.MinP > 0 {
+		maxLogit := c[argmaxIndex(c)].logit
+		// p_i >= MinP * p_max  <=>  logit_i >= maxLogit + log(MinP)
+		cut := maxLogit + float32(math.Log(float64(s.p.MinP)))
+		n := 0
+		for _, x := range c {
+			if x.logit >= cut {
+				c[n] = x
+				n++
+			}
+		}
+		c = c[:n]
+	}
+	sum := softmax(c, s.p.Temperature)
+	u := float32(s.rng.Float64()) * sum
+	var cum float32
+	for _, x := range c {
+		cum += x.p
+		if u < cum {
+			return x.id
+		}
+	}
+	// Rounding left u at or past the total: take the last token with any weight.
+	for i := len(c) - 1; i >= 0; i-- {
+		if c[i].p > 0 {
+			return c[i].id
+		}
+	}
+	return c[0].id
+}
+
+// topLogprobs fills s.top with the TopLogprobs best tokens of logits, best
+// first, by insertion into a buffer of that size.
+func (s *Sampler) topLogprobs(logits []float32, lse float32) []TokenLogprob {
+	n := s.p.TopLogprobs
+	top := s.top[:0]
+	if n == 0 {
+		return top
+	}
+	for i, l := range logits {
+		if len(top) == n && l <= top[n-1].Logprob {
+			continue
+		}
+		if len(top) < n {
+			top = append(top, TokenLogprob{})
+		}
+		j := len(top) - 1
+		for j > 0 && top[j-1].Logprob < l {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = TokenLogprob{ID: int32(i), Logprob: l}
+	}
+	for i := range top {
+		top[i].Logprob -= lse
+	}
+	s.top = top
+	return top
+}
+
+// byLogitDesc orders candidates by logit, highest first, ties by lower id,
+// so that the order is total and sampling reproducible.
+func byLogitDesc(a, b candidate) int {
+	switch {
+	case a.logit > b.logit:
+		return -1
+	case a.logit < b.logit:
+		return 1
+	}
+	return int(a.id - b.id)
+}
+
+// selectTop moves the k best candidates (by byLogitDesc) into c[:k], in no
+// particular order, by quickselect with a median-of-three pivot.
+func selectTop(c []candidate, k int) {
+	lo, hi := 0, len(c)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if byLogitDesc(c[mid], c[lo]) < 0 {
+			c[mid], c[lo] = c[lo], c[mid]
+		}
+		if byLogitDesc(c[hi], c[lo]) < 0 {
+			c[hi], c[lo] = c[lo], c[hi]
+		}
+		if byLogitDesc(c[hi], c[mid]) < 0 {
+			c[hi], c[mid] = c[mid], c[hi]
+		}
+		pivot := c[mid]
+		i, j := lo, hi
+		for i <= j {
+			for byLogitDesc(c[i], pivot) < 0 {
+				i++
+			}
+			for byLogitDesc(pivot, c[j]) < 0 {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+// softmax sets c[i].p to exp((logit_i - max) / temp) and returns their sum
+// (the values are left unnormalized when the caller only draws from them).
+func softmax(c []candidate, temp float32) float32 {
+	maxLogit := c[argmaxIndex(c)].logit
+	var sum float32
+	for i := range c {
+		p := float32(math.Exp(float64((c[i].logit - maxLogit) / temp)))
+		c[i].p = p
+		sum += p
+	}
+	if sum > 0 {
+		for i := range c {
+			c[i].p /= sum
+		}
+		return 1
+	}
+	return sum
+}
+
+// argmaxIndex returns the index of the best candidate (lowest id on ties).
+func argmaxIndex(c []candidate) int {
+	best := 0
+	for i := 1; i < len(c); i++ {
+		if byLogitDesc(c[i], c[best]) < 0 {
+			best = i
+		}
+	}
+	return best
+}
+
+// argmax returns the id of the best candidate.
+func argmax(c []candidate) int32 { return c[argmaxIndex(c)].id }
+
+// logSumExp returns log(sum(exp(x))) computed stably.
+func logSumExp(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	if math.IsInf(float64(m), -1) {
+		return m
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v - m))
+	}
+	return m + float32(math.Log(sum))
+}

@@ -1,0 +1,69 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"llmserve/internal/cuda"
+)
+
+// MaxHeadDim is the largest head size the attention kernel takes.
+const MaxHeadDim = 256
+
+// KVCache is one layer's key and value cache on the device:
+// [MaxSeqs][Ctx][KVHeads*HeadDim] f32 each.
+type KVCache struct {
+	K, V             cuda.DevPtr
+	MaxSeqs, Ctx     int
+	KVHeads, HeadDim int
+}
+
+// KVDim is the cache width per position.
+func (c KVCache) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// Bytes is the size of the K (or V) half.
+func (c KVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
+
+func (c KVCache) check(op string) error {
+	if c.MaxSeqs < 1 || c.Ctx < 1 || c.KVHeads < 1 || c.HeadDim < 1 || c.HeadDim > MaxHeadDim || c.K == 0 || c.V == 0 {
+		return fmt.Errorf("kernels: %s: cache %d seqs × %d positions × %d heads of %d (head ≤ %d)",
+			op, c.MaxSeqs, c.Ctx, c.KVHeads, c.HeadDim, MaxHeadDim)
+	}
+	return nil
+}
+
+// KVStore writes k[b, :] and v[b, :] (B × KVDim) to the cache at position
+// pos[b] of sequence seq[b]; tokens with seq[b] < 0 are skipped.
+func (d *Device) KVStore(c KVCache, k, v F32, pos, seq I32) error {
+	if err := c.check("kv_store"); err != nil {
+		return err
+	}
+	if k.Cols != c.KVDim() || v.Cols != k.Cols || v.Rows != k.Rows || pos.Len != k.Rows || seq.Len != k.Rows || k.Rows < 1 {
+		return fmt.Errorf("kernels: kv_store: k %d×%d, v %d×%d, %d positions, %d seqs, cache width %d",
+			k.Rows, k.Cols, v.Rows, v.Cols, pos.Len, seq.Len, c.KVDim())
+	}
+	return d.launch("kv_store", cuda.Dim3{X: k.Rows}, cuda.Dim3{X: 128}, 0,
+		cuda.P(k.Ptr), cuda.P(v.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(c.KVDim()), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}
+
+// Attention writes, for each token b and head h, the softmax(q·K/√HeadDim)
+// weighted sum of V over positions 0..pos[b] of sequence seq[b] to out;
+// q and out are B × heads*HeadDim, and heads a multiple of c.KVHeads.
+// Tokens with seq[b] < 0 get zeros.
+func (d *Device) Attention(c KVCache, q, out F32, heads int, pos, seq I32) error {
+	if err := c.check("attention"); err != nil {
+		return err
+	}
+	if heads < 1 || heads%c.KVHeads != 0 || q.Cols != heads*c.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
+		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
+		return fmt.Errorf("kernels: attention: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs",
+			q.Rows, q.Cols, out.Rows, out.Cols, heads, c.KVHeads, c.HeadDim, pos.Len, seq.Len)
+	}
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	return d.launch("attention", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 128}, 0,
+		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale))
+}

@@ -1,0 +1,100 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"embed"
+	"fmt"
+	"path"
+
+	"llmserve/internal/cuda"
+)
+
+// fatbins holds the kernels compiled by `make kernels` (scripts/gpu-fatbin.sh).
+//
+//go:embed fatbin/*.fatbin
+var fatbins embed.FS
+
+// Device is a CUDA device with llmserve's kernels loaded. Its methods queue
+// work on the device's stream (or record it into the graph being captured)
+// and return without waiting; Sync waits. A Device is used by one goroutine
+// at a time.
+type Device struct {
+	ctx     *cuda.Context
+	mods    []*cuda.Module
+	kernels map[string]*cuda.Kernel // every kernel of every module, by name
+}
+
+// kernelNames lists what each fat binary must provide; the matvec and
+// embedding kernels are added per type by matvecKernels.
+var kernelNames = map[string][]string{
+	"ops":       {"rms_norm", "add_bias", "add", "swiglu", "rope", "argmax"},
+	"attention": {"kv_store", "attention"},
+	"matvec":    nil,
+}
+
+// OpenDevice opens CUDA device ordinal and loads the embedded kernels.
+func OpenDevice(ordinal int) (*Device, error) {
+	ctx, err := cuda.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{ctx: ctx, kernels: map[string]*cuda.Kernel{}}
+	for mod, names := range kernelNames {
+		image, err := fatbins.ReadFile(path.Join("fatbin", mod+".fatbin"))
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("kernels: embedded %s.fatbin: %w", mod, err)
+		}
+		m, err := ctx.LoadModule(image)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("kernels: load %s.fatbin: %w", mod, err)
+		}
+		d.mods = append(d.mods, m)
+		if mod == "matvec" {
+			names = matvecKernels()
+		}
+		for _, name := range names {
+			k, err := m.Kernel(name)
+			if err != nil {
+				d.Close()
+				return nil, fmt.Errorf("kernels: %s.fatbin: %w", mod, err)
+			}
+			d.kernels[name] = k
+		}
+	}
+	return d, nil
+}
+
+// Context is the device's CUDA context, for allocations and graphs.
+func (d *Device) Context() *cuda.Context { return d.ctx }
+
+// Sync waits for the queued work and reports the first error it hit.
+func (d *Device) Sync() error { return d.ctx.Sync() }
+
+// Close unloads the kernels and releases the context.
+func (d *Device) Close() error {
+	var first error
+	for _, m := range d.mods {
+		if err := m.Unload(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.mods = nil
+	if err := d.ctx.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// launch runs kernel name.
+func (d *Device) launch(name string, grid, block cuda.Dim3, shared int, args ...cuda.Arg) error {
+	k, ok := d.kernels[name]
+	if !ok {
+		return fmt.Errorf("kernels: no kernel %q loaded", name)
+	}
+	return k.Launch(grid, block, shared, args...)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

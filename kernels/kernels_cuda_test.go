@@ -1,0 +1,174 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"llmserve/internal/cuda"
+)
+
+// dev is the device every test in the package uses, opened by TestMain.
+var dev *Device
+
+func TestMain(m *testing.M) {
+	var err error
+	dev, err = OpenDevice(0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kernels: no CUDA device:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("device: %s, %d multiprocessors\n", dev.Context().Name(), dev.Context().Multiprocessors())
+	code := m.Run()
+	if err := dev.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// gpuBuffers frees the buffers a test allocates.
+type gpuBuffers struct {
+	t    testing.TB
+	bufs []*cuda.Buffer
+}
+
+func newBuffers(t testing.TB) *gpuBuffers {
+	g := &gpuBuffers{t: t}
+	t.Cleanup(func() {
+		for _, b := range g.bufs {
+			if err := b.Free(); err != nil {
+				t.Errorf("free: %v", err)
+			}
+		}
+	})
+	return g
+}
+
+// f32 uploads v as a rows × cols device array.
+func (g *gpuBuffers) f32(v []float32, rows, cols int) F32 {
+	g.t.Helper()
+	if len(v) != rows*cols {
+		g.t.Fatalf("f32: %d values for %d×%d", len(v), rows, cols)
+	}
+	b, err := cuda.Upload(dev.Context(), "test f32", v)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	return F32{b.Ptr(), rows, cols}
+}
+
+// poisoned allocates a rows × cols array filled with NaN, so unwritten
+// outputs show.
+func (g *gpuBuffers) poisoned(rows, cols int) F32 {
+	g.t.Helper()
+	b, err := dev.Context().Alloc("test out", int64(rows*cols)*4)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	if err := b.Fill32(0x7fc00000); err != nil {
+		g.t.Fatal(err)
+	}
+	return F32{b.Ptr(), rows, cols}
+}
+
+func (g *gpuBuffers) i32(v []int32) I32 {
+	g.t.Helper()
+	b, err := cuda.Upload(dev.Context(), "test i32", v)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	return I32{b.Ptr(), len(v)}
+}
+
+func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
+	g.t.Helper()
+	b, err := cuda.Upload(dev.Context(), "test bytes", v)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	return b.Ptr()
+}
+
+// read copies a device array back.
+func read(t testing.TB, x F32) []float32 {
+	t.Helper()
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, x.Len())
+	if err := readPtr(x.Ptr, cuda.AsBytes(out)); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readI32(t testing.TB, x I32) []int32 {
+	t.Helper()
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int32, x.Len)
+	if err := readPtr(x.Ptr, cuda.AsBytes(out)); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func randF32(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// nmse is Σ(got−want)²/Σwant², or +Inf when got has a NaN (an unwritten or
+// broken output).
+func nmse(got []float32, want []float64) float64 {
+	var num, den float64
+	for i, w := range want {
+		g := float64(got[i])
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			return math.Inf(1)
+		}
+		num += (g - w) * (g - w)
+		den += w * w
+	}
+	if den == 0 {
+		return num
+	}
+	return num / den
+}
+
+// checkNMSE fails when got is farther than tol from want, printing the
+// first differing values.
+func checkNMSE(t *testing.T, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	e := nmse(got, want)
+	if e <= tol {
+		return
+	}
+	msg := ""
+	shown := 0
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); (d > 1e-3*math.Abs(want[i])+1e-6 || math.IsNaN(float64(got[i]))) && shown < 5 {
+			msg += fmt.Sprintf("\n  [%d] got %g want %g", i, got[i], want[i])
+			shown++
+		}
+	}
+	t.Errorf("%s: NMSE %.3g > %.3g%s", what, e, tol, msg)
+}
+
+func readPtr(p cuda.DevPtr, dst []byte) error { return dev.Context().ReadAt(p, dst) }

@@ -1,0 +1,102 @@
+// matvec.cu: y = W·x for a GGUF weight matrix W (rows × cols, stored as
+// the file stores it) and a batch of B ≤ 64 f32 vectors, dequantizing on the
+// fly with f32 accumulation; and embedding lookup (rows of W by token id).
+//
+// matvec_<TYPE>_<NB>: one warp per row, four rows per block; the lanes of a
+// warp stride over the row's 32-value chunks, so neighbouring lanes read
+// neighbouring bytes. Block column y covers batch columns [NB*y, NB*y+NB).
+#include "quant.cuh"
+
+#define MV_WARPS 4
+
+template <int T, int NB>
+__device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const float *__restrict__ x,
+                                       float *__restrict__ y, int rows, int cols, long long rowBytes, int B) {
+  const int lane = threadIdx.x & 31;
+  const int r = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int b0 = blockIdx.y * NB;
+  const uint8_t *row = W + (size_t)r * rowBytes;
+  float acc[NB];
+#pragma unroll
+  for (int b = 0; b < NB; b++) acc[b] = 0.f;
+  const int chunks = cols >> 5;
+  for (int c = lane; c < chunks; c += 32) {
+    float w[32];
+    Chunk<T>::load(row, c, w);
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+      if (b0 + b < B) {
+        const float4 *xp = (const float4 *)(x + (size_t)(b0 + b) * cols + (size_t)c * 32);
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+          float4 v = __ldg(xp + i);
+          s += w[4 * i] * v.x + w[4 * i + 1] * v.y + w[4 * i + 2] * v.z + w[4 * i + 3] * v.w;
+        }
+        acc[b] += s;
+      }
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc[b] += __shfl_xor_sync(0xffffffffu, acc[b], off);
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+    if (lane == b && b0 + b < B) y[(size_t)(b0 + b) * rows + r] = acc[b];
+  }
+}
+
+// get_rows: out[b, :] = row ids[b] of W, dequantized; one thread per chunk.
+// An id outside [0, nrows) gives a zero row.
+template <int T>
+__device__ __forceinline__ void get_rows(const uint8_t *__restrict__ W, const int *__restrict__ ids,
+                                         float *__restrict__ out, int cols, long long rowBytes, int nrows) {
+  const int b = blockIdx.y;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= (cols >> 5)) return;
+  const int id = ids[b];
+  float w[32];
+  if (id >= 0 && id < nrows) {
+    Chunk<T>::load(W + (size_t)id * rowBytes, c, w);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 32; i++) w[i] = 0.f;
+  }
+  float4 *o = (float4 *)(out + (size_t)b * cols + (size_t)c * 32);
+#pragma unroll
+  for (int i = 0; i < 8; i++) o[i] = make_float4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+}
+
+#define MATVEC(NAME, T, NB)                                                                          \
+  extern "C" __global__ void __launch_bounds__(32 * MV_WARPS)                                        \
+      matvec_##NAME##_##NB(const uint8_t *W, const float *x, float *y, int rows, int cols,           \
+                           long long rowBytes, int B) {                                              \
+    matvec<T, NB>(W, x, y, rows, cols, rowBytes, B);                                                 \
+  }
+
+#define TYPE(NAME, T)                                                                                \
+  MATVEC(NAME, T, 1)                                                                                 \
+  MATVEC(NAME, T, 2)                                                                                 \
+  MATVEC(NAME, T, 4)                                                                                 \
+  MATVEC(NAME, T, 8)                                                                                 \
+  extern "C" __global__ void get_rows_##NAME(const uint8_t *W, const int *ids, float *out, int cols, \
+                                             long long rowBytes, int nrows) {                        \
+    get_rows<T>(W, ids, out, cols, rowBytes, nrows);                                                 \
+  }
+
+TYPE(F32, T_F32)
+TYPE(F16, T_F16)
+TYPE(BF16, T_BF16)
+TYPE(Q8_0, T_Q8_0)
+TYPE(Q4_0, T_Q4_0)
+TYPE(Q4_1, T_Q4_1)
+TYPE(Q5_0, T_Q5_0)
+TYPE(Q5_1, T_Q5_1)
+TYPE(Q2_K, T_Q2_K)
+TYPE(Q3_K, T_Q3_K)
+TYPE(Q4_K, T_Q4_K)
+TYPE(Q5_K, T_Q5_K)
+TYPE(Q6_K, T_Q6_K)

@@ -1,0 +1,108 @@
+// ops.cu: element-wise and per-row kernels of a decode step over f32
+// activations: RMSNorm, bias add, residual add, SwiGLU, RoPE and argmax.
+#include <stdint.h>
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// block_sum adds v over the block (blockDim.x a multiple of 32, ≤ 1024);
+// every thread gets the total.
+static __device__ __forceinline__ float block_sum(float v) {
+  __shared__ float part[32];
+  v = warp_sum(v);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  v = lane < nw ? part[lane] : 0.f;
+  return warp_sum(v);
+}
+
+// rms_norm: out[r, i] = x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]; one
+// block per row of n; out may be x.
+extern "C" __global__ void rms_norm(const float *x, const float *__restrict__ w, float *out, int n, float eps) {
+  const float *xr = x + (size_t)blockIdx.x * n;
+  float *o = out + (size_t)blockIdx.x * n;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss);
+  const float s = rsqrtf(ss / n + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * s * w[i];
+}
+
+// add_bias: y[i] += bias[i % n] for i < total.
+extern "C" __global__ void add_bias(float *y, const float *__restrict__ bias, int n, int total) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) y[i] += bias[i % n];
+}
+
+// add: y[i] += x[i] for i < total.
+extern "C" __global__ void add(float *y, const float *__restrict__ x, int total) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) y[i] += x[i];
+}
+
+// swiglu: out[i] = silu(gate[i]) * up[i]; out may be gate or up.
+extern "C" __global__ void swiglu(const float *gate, const float *up, float *out, int total) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) {
+    const float g = gate[i];
+    out[i] = g / (1.f + expf(-g)) * up[i];
+  }
+}
+
+// rope rotates the first ropeDim values of each head of x (B tokens ×
+// heads × headDim, in place) by angle pos[b] * base^(-2i/ropeDim) /
+// factors[i] for pair i; factors may be null. Pairs are (2i, 2i+1), or
+// (i, i + ropeDim/2) when neox is set. Grid (B, heads), ropeDim/2 threads.
+extern "C" __global__ void rope(float *x, const int *__restrict__ pos, const float *__restrict__ factors,
+                                int heads, int headDim, int ropeDim, float base, int neox) {
+  const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
+  if (2 * i >= ropeDim) return;
+  float theta = (float)pos[b] * powf(base, -2.f * (float)i / (float)ropeDim);
+  if (factors != nullptr) theta /= factors[i];
+  float s, c;
+  sincosf(theta, &s, &c);
+  float *v = x + ((size_t)b * heads + h) * headDim;
+  const int i0 = neox ? i : 2 * i, i1 = neox ? i + ropeDim / 2 : 2 * i + 1;
+  const float a = v[i0], d = v[i1];
+  v[i0] = a * c - d * s;
+  v[i1] = a * s + d * c;
+}
+
+// argmax: out[r] = the smallest index of the largest value of row r of x
+// (rows of n); one block of 256 threads per row.
+extern "C" __global__ void argmax(const float *__restrict__ x, int n, int *out) {
+  const float *xr = x + (size_t)blockIdx.x * n;
+  float best = -INFINITY;
+  int idx = n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i];
+    if (v > best || (v == best && i < idx)) best = v, idx = i;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const float ob = __shfl_xor_sync(0xffffffffu, best, off);
+    const int oi = __shfl_xor_sync(0xffffffffu, idx, off);
+    if (ob > best || (ob == best && oi < idx)) best = ob, idx = oi;
+  }
+  __shared__ float sb[32];
+  __shared__ int si[32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  if (lane == 0) sb[warp] = best, si[warp] = idx;
+  __syncthreads();
+  if (warp == 0) {
+    best = lane < nw ? sb[lane] : -INFINITY;
+    idx = lane < nw ? si[lane] : n;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const float ob = __shfl_xor_sync(0xffffffffu, best, off);
+      const int oi = __shfl_xor_sync(0xffffffffu, idx, off);
+      if (ob > best || (ob == best && oi < idx)) best = ob, idx = oi;
+    }
+    if (lane == 0) out[blockIdx.x] = idx < n ? idx : 0;
+  }
+}

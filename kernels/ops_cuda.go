@@ -1,0 +1,94 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+
+	"llmserve/internal/cuda"
+)
+
+const elemBlock = 256 // threads per block of the element-wise kernels
+
+// RMSNorm writes x[r, :] / sqrt(mean(x[r, :]²) + eps) * w to out[r, :]; w is
+// 1 × x.Cols; out may be x.
+func (d *Device) RMSNorm(x, w, out F32, eps float32) error {
+	if out.Rows != x.Rows || out.Cols != x.Cols || w.Len() != x.Cols || x.Rows < 1 {
+		return fmt.Errorf("kernels: rms_norm: x %d×%d, w %d values, out %d×%d", x.Rows, x.Cols, w.Len(), out.Rows, out.Cols)
+	}
+	threads := 256
+	if x.Cols <= 128 {
+		threads = 32 * ceilDiv(x.Cols, 32)
+	}
+	return d.launch("rms_norm", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: threads}, 0,
+		cuda.P(x.Ptr), cuda.P(w.Ptr), cuda.P(out.Ptr), cuda.I(x.Cols), cuda.F(eps))
+}
+
+// AddBias adds bias (1 × y.Cols) to every row of y.
+func (d *Device) AddBias(y, bias F32) error {
+	if bias.Len() != y.Cols || y.Len() < 1 {
+		return fmt.Errorf("kernels: add_bias: y %d×%d, bias %d values", y.Rows, y.Cols, bias.Len())
+	}
+	n := y.Len()
+	return d.launch("add_bias", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(y.Ptr), cuda.P(bias.Ptr), cuda.I(y.Cols), cuda.I(n))
+}
+
+// Add adds x to y element-wise (the residual connection).
+func (d *Device) Add(y, x F32) error {
+	if x.Rows != y.Rows || x.Cols != y.Cols || y.Len() < 1 {
+		return fmt.Errorf("kernels: add: y %d×%d, x %d×%d", y.Rows, y.Cols, x.Rows, x.Cols)
+	}
+	n := y.Len()
+	return d.launch("add", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(y.Ptr), cuda.P(x.Ptr), cuda.I(n))
+}
+
+// SwiGLU writes silu(gate) * up to out, element-wise; out may be gate or up.
+func (d *Device) SwiGLU(gate, up, out F32) error {
+	if gate.Rows != up.Rows || gate.Cols != up.Cols || out.Rows != gate.Rows || out.Cols != gate.Cols || gate.Len() < 1 {
+		return fmt.Errorf("kernels: swiglu: gate %d×%d, up %d×%d, out %d×%d", gate.Rows, gate.Cols, up.Rows, up.Cols, out.Rows, out.Cols)
+	}
+	n := gate.Len()
+	return d.launch("swiglu", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(gate.Ptr), cuda.P(up.Ptr), cuda.P(out.Ptr), cuda.I(n))
+}
+
+// Rope describes a rotary position embedding.
+type Rope struct {
+	Heads, HeadDim int
+	Dim            int     // rotated values per head (≤ HeadDim, even)
+	Base           float32 // frequency base
+	Neox           bool    // pairs (i, i+Dim/2) instead of (2i, 2i+1)
+	Factors        F32     // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
+}
+
+// RoPE rotates x (B tokens × Heads*HeadDim, in place) by each token's
+// position pos[b].
+func (d *Device) RoPE(x F32, pos I32, r Rope) error {
+	if r.Heads < 1 || r.HeadDim < 1 || r.Dim < 2 || r.Dim%2 != 0 || r.Dim > r.HeadDim || r.Dim > 2048 ||
+		x.Cols != r.Heads*r.HeadDim || pos.Len != x.Rows || x.Rows < 1 {
+		return fmt.Errorf("kernels: rope: x %d×%d, %d positions, %d heads of %d, rotating %d",
+			x.Rows, x.Cols, pos.Len, r.Heads, r.HeadDim, r.Dim)
+	}
+	if r.Factors.Ptr != 0 && r.Factors.Len() != r.Dim/2 {
+		return fmt.Errorf("kernels: rope: %d frequency factors for %d rotated values", r.Factors.Len(), r.Dim)
+	}
+	neox := 0
+	if r.Neox {
+		neox = 1
+	}
+	return d.launch("rope", cuda.Dim3{X: x.Rows, Y: r.Heads}, cuda.Dim3{X: 32 * ceilDiv(r.Dim/2, 32)}, 0,
+		cuda.P(x.Ptr), cuda.P(pos.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(r.HeadDim),
+		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(neox))
+}
+
+// Argmax writes the index of the largest value of each row of x to out
+// (the smallest such index on ties).
+func (d *Device) Argmax(x F32, out I32) error {
+	if out.Len != x.Rows || x.Rows < 1 || x.Cols < 1 {
+		return fmt.Errorf("kernels: argmax: x %d×%d, out %d", x.Rows, x.Cols, out.Len)
+	}
+	return d.launch("argmax", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: 256}, 0,
+		cuda.P(x.Ptr), cuda.I(x.Cols), cuda.P(out.Ptr))
+}

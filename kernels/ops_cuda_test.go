@@ -1,0 +1,181 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"llmserve/internal/cuda"
+)
+
+func TestRMSNorm(t *testing.T) {
+	for _, n := range []int{8, 64, 200, 4096} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(2, uint64(n)))
+			g := newBuffers(t)
+			rows, eps := 5, float32(1e-5)
+			x, w := randF32(rng, rows*n), randF32(rng, n)
+			out := g.poisoned(rows, n)
+			if err := dev.RMSNorm(g.f32(x, rows, n), g.f32(w, 1, n), out, eps); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, rows*n)
+			for r := 0; r < rows; r++ {
+				var ss float64
+				for _, v := range x[r*n : (r+1)*n] {
+					ss += float64(v) * float64(v)
+				}
+				s := 1 / math.Sqrt(ss/float64(n)+float64(eps))
+				for i := 0; i < n; i++ {
+					want[r*n+i] = float64(x[r*n+i]) * s * float64(w[i])
+				}
+			}
+			checkNMSE(t, "rms_norm", read(t, out), want, 1e-6)
+		})
+	}
+}
+
+func TestElementwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	rows, cols := 3, 1000
+	a, bias, c := randF32(rng, rows*cols), randF32(rng, cols), randF32(rng, rows*cols)
+	cases := []struct {
+		name string
+		run  func(g *gpuBuffers) (F32, error)
+		want func(i int) float64
+	}{
+		{"add_bias", func(g *gpuBuffers) (F32, error) {
+			y := g.f32(a, rows, cols)
+			return y, dev.AddBias(y, g.f32(bias, 1, cols))
+		}, func(i int) float64 { return float64(a[i]) + float64(bias[i%cols]) }},
+		{"add", func(g *gpuBuffers) (F32, error) {
+			y := g.f32(a, rows, cols)
+			return y, dev.Add(y, g.f32(c, rows, cols))
+		}, func(i int) float64 { return float64(a[i]) + float64(c[i]) }},
+		{"swiglu", func(g *gpuBuffers) (F32, error) {
+			out := g.poisoned(rows, cols)
+			return out, dev.SwiGLU(g.f32(a, rows, cols), g.f32(c, rows, cols), out)
+		}, func(i int) float64 { x := float64(a[i]); return x / (1 + math.Exp(-x)) * float64(c[i]) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newBuffers(t)
+			out, err := tc.run(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, rows*cols)
+			for i := range want {
+				want[i] = tc.want(i)
+			}
+			checkNMSE(t, tc.name, read(t, out), want, 1e-6)
+		})
+	}
+}
+
+func TestRoPE(t *testing.T) {
+	cases := []struct {
+		headDim, dim int
+		neox         bool
+		factors      bool
+		base         float32
+	}{
+		{64, 64, false, false, 10000},
+		{64, 64, true, false, 1e6},
+		{128, 128, false, true, 500000},
+		{128, 64, true, false, 10000},
+		{8, 8, false, false, 10000},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("hd%d_dim%d_neox%v_ff%v", c.headDim, c.dim, c.neox, c.factors), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(4, uint64(c.headDim+c.dim)))
+			g := newBuffers(t)
+			b, heads := 6, 3
+			x := randF32(rng, b*heads*c.headDim)
+			pos := []int32{0, 1, 17, 255, 1000, 4095}
+			var ff []float32
+			r := Rope{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox}
+			if c.factors {
+				ff = make([]float32, c.dim/2)
+				for i := range ff {
+					ff[i] = 1 + 7*rng.Float32()
+				}
+				r.Factors = g.f32(ff, 1, len(ff))
+			}
+			xd := g.f32(x, b, heads*c.headDim)
+			if err := dev.RoPE(xd, g.i32(pos), r); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, len(x))
+			for i, v := range x {
+				want[i] = float64(v)
+			}
+			for tok := 0; tok < b; tok++ {
+				for h := 0; h < heads; h++ {
+					v := want[(tok*heads+h)*c.headDim:]
+					for i := 0; i < c.dim/2; i++ {
+						theta := float64(pos[tok]) * math.Pow(float64(c.base), -2*float64(i)/float64(c.dim))
+						if ff != nil {
+							theta /= float64(ff[i])
+						}
+						i0, i1 := 2*i, 2*i+1
+						if c.neox {
+							i0, i1 = i, i+c.dim/2
+						}
+						a, d := v[i0], v[i1]
+						v[i0] = a*math.Cos(theta) - d*math.Sin(theta)
+						v[i1] = a*math.Sin(theta) + d*math.Cos(theta)
+					}
+				}
+			}
+			// f32 angles at positions up to 4095 are off by ~pos·2⁻²⁴.
+			checkNMSE(t, "rope", read(t, xd), want, 1e-6)
+		})
+	}
+}
+
+func TestArgmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	g := newBuffers(t)
+	rows, n := 4, 50000
+	x := randF32(rng, rows*n)
+	x[1*n+123], x[1*n+40000] = 100, 100 // a tie: the smaller index wins
+	x[2*n+n-1] = 100
+	x[3*n] = 100
+	out := g.i32(make([]int32, rows))
+	if err := dev.Argmax(g.f32(x, rows, n), out); err != nil {
+		t.Fatal(err)
+	}
+	got := readI32(t, out)
+	for r := 0; r < rows; r++ {
+		best := 0
+		for i := 1; i < n; i++ {
+			if x[r*n+i] > x[r*n+best] {
+				best = i
+			}
+		}
+		if int(got[r]) != best {
+			t.Errorf("row %d: argmax %d, want %d", r, got[r], best)
+		}
+	}
+}
+
+// TestLaunchError checks that a launch the driver refuses comes back as an
+// error naming the kernel and the CUresult.
+func TestLaunchError(t *testing.T) {
+	g := newBuffers(t)
+	y := g.poisoned(1, 8)
+	err := dev.launch("add", cuda.Dim3{X: 1}, cuda.Dim3{X: 4096}, 0, cuda.P(y.Ptr), cuda.P(y.Ptr), cuda.I(8))
+	var ce *cuda.Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "add") || !strings.HasPrefix(ce.Name, "CUDA_ERROR_") {
+		t.Fatalf("launch with 4096 threads per block: got %v, want a *cuda.Error naming kernel add and a CUDA_ERROR_ code", err)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatalf("refused launch left the stream in error: %v", err)
+	}
+}

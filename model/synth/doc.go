@@ -1,0 +1,33 @@
+// Package synth writes synthetic GGUF models: the architecture, shapes,
+// metadata and tensor names of real Llama and Qwen models, with random
+// weights drawn deterministically from a seed, and the tokenizer of a real
+// vocabulary file. They serve tests, benchmarks and `make run` without a
+// multi-gigabyte download; their text is noise.
+//
+// Shapes (embedding, layers, heads/KV heads, head dim, feed-forward, tied
+// output, rope base, context):
+//
+//	llama tiny  256, 4 layers, 8/4 heads, head 32, FFN 768, tied, rope 500000 + llama3 rope_freqs
+//	llama 1b    Llama-3.2-1B: 2048, 16 layers, 32/8, head 64, FFN 8192, tied, rope 500000 + rope_freqs
+//	llama 8b    Llama-3.1-8B: 4096, 32 layers, 32/8, head 128, FFN 14336, output.weight, rope 500000 + rope_freqs
+//	qwen2 tiny  256, 4 layers, 8/4, head 32, FFN 768, tied, rope 1e6, Q/K/V biases
+//	qwen2 1b    Qwen2.5-1.5B: 1536, 28 layers, 12/2, head 128, FFN 8960, tied, rope 1e6, Q/K/V biases
+//	qwen2 8b    Qwen2.5-7B: 3584, 28 layers, 28/4, head 128, FFN 18944, output.weight, rope 1e6, Q/K/V biases
+//	qwen3 tiny  256, 4 layers, 8/4, head 64 (Q is 512 wide), FFN 768, tied, rope 1e6, Q/K norms
+//	qwen3 1b    Qwen3-1.7B: 2048, 28 layers, 16/8, head 128, FFN 6144, tied, rope 1e6, Q/K norms
+//	qwen3 8b    Qwen3-8B: 4096, 36 layers, 32/8, head 128, FFN 12288, output.weight, rope 1e6, Q/K norms
+//
+// The llama3 rope scaling of the llama shapes (factor 32, low-frequency
+// factor 1, high-frequency factor 4, original context 8192) is stored, as
+// llama.cpp's converter stores it, in a rope_freqs.weight tensor of
+// per-frequency divisors. The vocabulary size is the token count of the
+// vocabulary the model is given, so the embedding and output tensors follow
+// it; BuiltinVocab is a 261-token byte-level vocabulary for when no
+// vocabulary file is at hand.
+//
+// Weights: matrices are N(0, 0.02), norm weights 1 + N(0, 0.02), biases
+// N(0, 0.02). Each row of each tensor is drawn from its own generator,
+// seeded from the model seed, the tensor name and the row index, so tensors
+// are produced in parallel and in row chunks, and a file depends only on
+// its options, never on the number of workers.
+package synth

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs llmserve's CUDA tests. Where Go is installed it first builds the
+# cuda-tagged test binaries of every package that has them into .gpu/;
+# where a GPU is present it runs every .gpu/*.test binary, writing each
+# one's full log under LOGDIR (default .gpu/logs), and ends with one line
+# `N passed, N failed` counting test functions (subtests included).
+# Extra arguments go to every test binary (e.g. -test.run X).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOGDIR=${LOGDIR:-.gpu/logs}
+mkdir -p .gpu "$LOGDIR"
+if command -v go >/dev/null; then
+	for pkg in $(go list -tags cuda -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./... ); do
+		dir=${pkg#llmserve/}
+		if ls "$dir"/*_cuda_test.go >/dev/null 2>&1; then
+			name=$(echo "$dir" | tr / _)
+			echo "build $pkg -> .gpu/$name.test"
+			go test -c -tags cuda -o ".gpu/$name.test" "./$dir" || exit 1
+		fi
+	done
+fi
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "gpu-test: no GPU here; test binaries are in .gpu/ (run this script where the GPU is)"
+	exit 0
+fi
+pass=0 fail=0
+for bin in .gpu/*.test; do
+	[ -x "$bin" ] || continue
+	name=$(basename "$bin" .test)
+	log="$LOGDIR/$name.log"
+	dir=$(echo "$name" | tr _ /)
+	[ -d "$dir" ] || dir=.
+	( cd "$dir" && "$OLDPWD/$bin" -test.v -test.count=1 "$@" ) > "$log" 2>&1
+	rc=$?
+	p=$(grep -c -- '--- PASS' "$log")
+	f=$(grep -c -- '--- FAIL' "$log")
+	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$name: exit $rc without a failing test (crash?)"; tail -5 "$log"; fi
+	echo "$name: $p passed, $f failed"
+	grep -E -- '--- FAIL|^\s+\S+_test.go:[0-9]+' "$log" | head -40
+	pass=$((pass + p)) fail=$((fail + f))
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

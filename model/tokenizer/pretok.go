@@ -91,7 +91,7 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 			literal(one(reNewline)),
 			literal(optPlus(reSpace, deepseekLetters)),
 			literal(optPlus(reSpace, deepseekPunct)),
-			literal(trailingSpace),
+			splitTrailingSpace,
 			literal(plus(deepseekCJK)),
 			collapsed(plus(reNumber)),
 		}}, nil

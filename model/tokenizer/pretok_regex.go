@@ -281,12 +281,29 @@ func or(classes ...func(rune) bool) func(rune) bool {
 
 func not(in func(rune) bool) func(rune) bool { return func(r rune) bool { return !in(r) } }
 
-// trailingSpace matches \s+$ (a whitespace run that reaches the chunk end).
-func trailingSpace(c []rune, p, hi int) int {
-	if e := runEnd(c, p, hi, reSpace); e > p && e == hi {
-		return e
+// splitTrailingSpace splits by \s+$: the whitespace run that ends a chunk
+// (the leftmost place \s+$ can match) becomes a word of its own. It is a
+// splitter rather than a matcher so that long whitespace runs cost linear
+// time.
+func splitTrailingSpace(cpts []rune, offsets []int) []int {
+	c := spaceToVT(cpts)
+	out := make([]int, 0, len(offsets))
+	start := 0
+	for _, n := range offsets {
+		lo, hi := start, start+n
+		ts := hi
+		for ts > lo && reSpace(c[ts-1]) {
+			ts--
+		}
+		if ts > lo {
+			out = append(out, ts-lo)
+		}
+		if hi > ts {
+			out = append(out, hi-ts)
+		}
+		start = hi
 	}
-	return -1
+	return out
 }
 
 // digits3 matches [0-9][0-9][0-9].

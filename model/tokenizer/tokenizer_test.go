@@ -177,6 +177,7 @@ func TestPreTokenizers(t *testing.T) {
 		{"gpt-4o", "HELLOworld Hello's ABC def 12345", []string{"HELLOworld", " Hello's", " ABC", " def", " ", "123", "45"}},
 		{"gpt-4o", "ÉCOLEétéX", []string{"ÉCOLEété", "X"}},
 		{"tekken", "isn't 42", []string{"isn", "'t", " ", "4", "2"}},
+		{"deepseek-llm", "中  ", []string{"中", "  "}},
 		{"deepseek-llm", "Hi 中文 42\n", []string{"Hi", " ", "中文", " ", "42", "\n"}},
 	}
 	for _, tc := range tests {

@@ -88,11 +88,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 
 // findEOG fills t.eog and completes the eot and eom ids from token texts.
 func (t *Tokenizer) findEOG() {
-	control := func(id int32) {
-		if t.types[id] != TypeControl {
-			t.types[id] = TypeControl
-		}
-	}
+	control := func(id int32) { t.types[id] = TypeControl }
 	if t.vocab.EOT == NoToken {
 		for _, s := range eotTexts {
 			if id, ok := t.ids[s]; ok {

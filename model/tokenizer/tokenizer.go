@@ -31,9 +31,9 @@ var eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|
 	"<｜end▁of▁sentence｜>", "[e~["}
 
 // New builds a tokenizer over v, keeping its slices (they must not change
-// afterwards). Like llama.cpp it finds
-// the eot and eom tokens by their text when v does not name them, and marks
-// every end-of-generation token as a control token.
+// afterwards). Like llama.cpp it finds the eot and eom tokens by their text
+// when v does not name them, and marks every end-of-generation token as a
+// control token.
 func New(v *Vocab) (*Tokenizer, error) {
 	if err := v.validate(); err != nil {
 		return nil, err

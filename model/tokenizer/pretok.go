@@ -120,8 +120,8 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 	case "minicpm5":
 		return preTokenizer{splitters: []splitter{
 			collapsed(func(c []rune, p, hi int) int {
-				if e := runEnd(c, p, hi, reNumber); e > p {
-					return min(e, p+3)
+				if e := runEnd(c, p, min(hi, p+3), reNumber); e > p {
+					return e
 				}
 				return -1
 			}),

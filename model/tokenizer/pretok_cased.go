@@ -26,7 +26,7 @@ func (cs casedStyle) matcher() matcher {
 			return e
 		}
 		if reNumber(c[p]) {
-			return min(runEnd(c, p, hi, reNumber), p+cs.maxDigits)
+			return runEnd(c, p, min(hi, p+cs.maxDigits), reNumber)
 		}
 		if e := punct(c, p, hi); e > 0 {
 			return runEnd(c, e, hi, func(r rune) bool { return reNewline(r) || r == '/' })

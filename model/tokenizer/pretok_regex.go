@@ -184,11 +184,10 @@ func (q qwenStyle) matcher() matcher {
 			return e
 		}
 		if reNumber(c[p]) {
-			e := runEnd(c, p, hi, reNumber)
-			if q.maxDigits > 0 && e-p > q.maxDigits {
-				e = p + q.maxDigits
+			if q.maxDigits > 0 {
+				return runEnd(c, p, min(hi, p+q.maxDigits), reNumber)
 			}
-			return e
+			return runEnd(c, p, hi, reNumber)
 		}
 		if e := punct(c, p, hi); e > 0 {
 			if q.punctNewline {

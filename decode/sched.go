@@ -36,6 +36,8 @@ type Request struct {
 var (
 	ErrQueueFull    = errors.New("decode: request queue is full")
 	ErrShuttingDown = errors.New("decode: scheduler is shutting down")
+	// ErrInvalidSampling wraps a rejection of a request's SamplerParams.
+	ErrInvalidSampling = errors.New("invalid sampling parameters")
 )
 
 // PromptError says that a prompt cannot be run.
@@ -132,7 +134,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 	sampler, err := NewSampler(r.Sampling, s.eng.VocabSize())
 	if err != nil {
 		s.metrics.reject("invalid")
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSampling, err)
 	}
 	seq := &sequence{
 		req:       r,

@@ -261,8 +261,8 @@ func TestSchedulerRejectsPrompts(t *testing.T) {
 			t.Errorf("%s: error %v, want a PromptError", tt.name, err)
 		}
 	}
-	if _, err := s.Submit(context.Background(), Request{Prompt: prompt(3, 0), Sampling: SamplerParams{TopLogprobs: 99}}); err == nil {
-		t.Errorf("bad sampler parameters accepted")
+	if _, err := s.Submit(context.Background(), Request{Prompt: prompt(3, 0), Sampling: SamplerParams{TopLogprobs: 99}}); !errors.Is(err, ErrInvalidSampling) {
+		t.Errorf("bad sampler parameters: %v, want ErrInvalidSampling", err)
 	}
 }
 

@@ -74,6 +74,8 @@ func toAPIError(err error) *apiError {
 		}
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "prompt", Code: code,
 			Message: prompt.Msg}
+	case errors.Is(err, decode.ErrInvalidSampling):
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
 	case errors.As(err, &unknown):
 		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 			Message: err.Error()}

@@ -33,6 +33,7 @@ func TestErrors(t *testing.T) {
 		{"stop wrong type", "POST", "/v1/completions", `{"prompt":"a","stop":5}`, 400, "invalid_request_error", "stop", nil, nil},
 		{"temperature out of range", "POST", "/v1/completions", `{"prompt":"a","temperature":-1}`, 400, "invalid_request_error", "temperature", nil, nil},
 		{"logit bias key", "POST", "/v1/completions", `{"prompt":"a","logit_bias":{"x":1}}`, 400, "invalid_request_error", "logit_bias", nil, nil},
+		{"logit bias outside vocabulary", "POST", "/v1/completions", `{"prompt":"a","logit_bias":{"9999":1}}`, 400, "invalid_request_error", nil, nil, []string{"9999"}},
 		{"top_logprobs too many", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":50}`, 400, "invalid_request_error", "top_logprobs", nil, nil},
 		{"chat logprobs not boolean", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"logprobs":3}`, 400, "invalid_request_error", "logprobs", nil, nil},
 		{"no messages", "POST", "/v1/chat/completions", `{"messages":[]}`, 400, "invalid_request_error", "messages", nil, nil},

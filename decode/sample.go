@@ -199,19 +199,7 @@ func (s *Sampler) sampleRandom() int32 {
 		sorted = true
 	}
 	if s.p.TopP > 0 && s.p.TopP < 1 {
-		if !sorted {
-			slices.SortFunc(c, byLogitDesc)
-			sorted = true
-		}
-		softmax(c, 1)
-		var cum float32
-		for i := range c {
-			cum += c[i].p
-			if cum >= s.p.TopP {
-				c = c[:i+1]
-				break
-			}
-		}
+		c = topP(c, s.p.TopP, sorted)
 	}
 	if s.p.MinP > 0 {
 		maxLogit := c[argmaxIndex(c)].logit
@@ -242,6 +230,38 @@ func (s *Sampler) sampleRandom() int32 {
 		}
 	}
 	return c[0].id
+}
+
+// topPPrefix is how many candidates topP sorts before it falls back to
+// sorting them all.
+const topPPrefix = 256
+
+// topP keeps the smallest set of best candidates whose probability (at
+// temperature 1, over all of c) reaches p, best first. Unless c is already
+// sorted, it sorts only the best topPPrefix when they reach p, which they
+// usually do.
+func topP(c []candidate, p float32, sorted bool) []candidate {
+	softmax(c, 1)
+	if !sorted {
+		k := min(len(c), topPPrefix)
+		selectTop(c, k)
+		slices.SortFunc(c[:k], byLogitDesc)
+		var mass float32
+		for _, x := range c[:k] {
+			mass += x.p
+		}
+		if mass < p {
+			slices.SortFunc(c, byLogitDesc)
+		}
+	}
+	var cum float32
+	for i := range c {
+		cum += c[i].p
+		if cum >= p {
+			return c[:i+1]
+		}
+	}
+	return c
 }
 
 // topLogprobs fills s.top with the TopLogprobs best tokens of logits, best

@@ -94,32 +94,43 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Created: time.Now().Unix(),
 		Model:   m.Name,
 	}
-	wantLogprobs := base.Sampling.Logprobs
-	if !body.Stream {
-		choices, err := collect(ctx, w, streams, wantLogprobs)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		c := choices[0]
-		ch := chatChoice{Message: &chatMessage{Role: "assistant", Content: strptr(c.text.String())},
-			FinishReason: strptr(c.final.FinishReason)}
-		if wantLogprobs {
-			ch.Logprobs = chatLogprobsOf(m.Tokenizer, c.tokens)
-		}
-		resp.Choices = []chatChoice{ch}
-		var u usageJSON
-		u.add(c.final.Usage)
-		resp.Usage = &u
-		writeJSON(w, http.StatusOK, resp)
+	g := generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: body.includeUsage()}
+	if body.Stream {
+		resp.Object = "chat.completion.chunk"
+		streamChat(w, g, resp)
+	} else {
+		writeChat(w, g, resp)
+	}
+}
+
+// writeChat waits for the answer and sends one JSON response.
+func writeChat(w http.ResponseWriter, g generation, resp chatResponse) {
+	choices, err := collect(g.ctx, w, g.streams, g.sampling.Logprobs)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	resp.Object = "chat.completion.chunk"
+	c := choices[0]
+	ch := chatChoice{Message: &chatMessage{Role: "assistant", Content: strptr(c.text.String())},
+		FinishReason: strptr(c.final.FinishReason)}
+	if g.sampling.Logprobs {
+		ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, c.tokens)
+	}
+	resp.Choices = []chatChoice{ch}
+	var u usageJSON
+	u.add(c.final.Usage)
+	resp.Usage = &u
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// streamChat sends the answer as server-sent chunks: first the assistant
+// role, then content deltas, then the finish reason.
+func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	out := startSSE(w)
 	resp.Choices = []chatChoice{{Delta: &chatMessage{Role: "assistant", Content: strptr("")}}}
 	out.send(resp)
 	var u usageJSON
-	for ie := range events(ctx, streams) {
+	for ie := range events(g.ctx, g.streams) {
 		ev := ie.ev
 		record(w, ev)
 		ch := chatChoice{Delta: &chatMessage{}}
@@ -134,17 +145,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		case ev.Done:
 			ch.FinishReason = strptr(ev.FinishReason)
 			u.add(ev.Usage)
-		case wantLogprobs:
-			ch.Logprobs = chatLogprobsOf(m.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})
+		case g.sampling.Logprobs:
+			ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})
 		case ev.Text == "":
 			continue
 		}
 		resp.Choices = []chatChoice{ch}
 		out.send(resp)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := g.ctx.Err(); err != nil {
 		out.sendError(err)
-	} else if body.StreamOptions != nil && body.StreamOptions.IncludeUsage {
+	} else if g.includeUsage {
 		resp.Choices = []chatChoice{}
 		resp.Usage = &u
 		out.send(resp)

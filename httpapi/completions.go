@@ -78,29 +78,39 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		Created: time.Now().Unix(),
 		Model:   m.Name,
 	}
-	wantLogprobs := base.Sampling.Logprobs
-	if !body.Stream {
-		choices, err := collect(ctx, w, streams, wantLogprobs)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		var u usageJSON
-		for i, c := range choices {
-			ch := completionChoice{Text: c.text.String(), Index: i, FinishReason: strptr(c.final.FinishReason)}
-			if wantLogprobs {
-				ch.Logprobs = completionLogprobsOf(m.Tokenizer, c.tokens, base.Sampling.TopLogprobs > 0)
-			}
-			resp.Choices = append(resp.Choices, ch)
-			u.add(c.final.Usage)
-		}
-		resp.Usage = &u
-		writeJSON(w, http.StatusOK, resp)
+	g := generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: body.includeUsage()}
+	if body.Stream {
+		streamCompletion(w, g, resp)
+	} else {
+		writeCompletion(w, g, resp)
+	}
+}
+
+// writeCompletion waits for every prompt and sends one JSON response.
+func writeCompletion(w http.ResponseWriter, g generation, resp completionResponse) {
+	choices, err := collect(g.ctx, w, g.streams, g.sampling.Logprobs)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
+	var u usageJSON
+	for i, c := range choices {
+		ch := completionChoice{Text: c.text.String(), Index: i, FinishReason: strptr(c.final.FinishReason)}
+		if g.sampling.Logprobs {
+			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, c.tokens, g.sampling.TopLogprobs > 0)
+		}
+		resp.Choices = append(resp.Choices, ch)
+		u.add(c.final.Usage)
+	}
+	resp.Usage = &u
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// streamCompletion sends the output as server-sent chunks.
+func streamCompletion(w http.ResponseWriter, g generation, resp completionResponse) {
 	out := startSSE(w)
 	var u usageJSON
-	for ie := range events(ctx, streams) {
+	for ie := range events(g.ctx, g.streams) {
 		ev := ie.ev
 		record(w, ev)
 		ch := completionChoice{Text: ev.Text, Index: ie.index}
@@ -112,17 +122,17 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		case ev.Done:
 			ch.FinishReason = strptr(ev.FinishReason)
 			u.add(ev.Usage)
-		case wantLogprobs:
-			ch.Logprobs = completionLogprobsOf(m.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, base.Sampling.TopLogprobs > 0)
+		case g.sampling.Logprobs:
+			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, g.sampling.TopLogprobs > 0)
 		case ev.Text == "":
 			continue
 		}
 		resp.Choices = []completionChoice{ch}
 		out.send(resp)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := g.ctx.Err(); err != nil {
 		out.sendError(err)
-	} else if body.StreamOptions != nil && body.StreamOptions.IncludeUsage {
+	} else if g.includeUsage {
 		resp.Choices = []completionChoice{}
 		resp.Usage = &u
 		out.send(resp)

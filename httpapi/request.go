@@ -46,6 +46,11 @@ const (
 	defaultRepeatLastN = 64
 )
 
+// includeUsage reports whether a stream should end with a usage chunk.
+func (g *genParams) includeUsage() bool {
+	return g.StreamOptions != nil && g.StreamOptions.IncludeUsage
+}
+
 // decodeBody reads the JSON body into v, refusing trailing data.
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)

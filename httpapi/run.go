@@ -24,6 +24,15 @@ type choice struct {
 	final  decode.Event
 }
 
+// generation is a submitted request on its way to the client.
+type generation struct {
+	ctx          context.Context // ends the request's scheduler work
+	model        *Model
+	streams      []*decode.Stream // one per prompt, in prompt order
+	sampling     decode.SamplerParams
+	includeUsage bool // stream_options.include_usage
+}
+
 // indexed is an event of the prompt with the given index.
 type indexed struct {
 	index int

@@ -23,6 +23,7 @@ type testEnv struct {
 	eng   *fakeEngine
 	sched *decode.Scheduler
 	key   string
+	stop  context.CancelFunc // ends the scheduler's Run
 }
 
 type envOptions struct {
@@ -73,7 +74,7 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 		}
 		<-done
 	})
-	return &testEnv{srv: srv, api: api, eng: eng, sched: sched, key: o.key}
+	return &testEnv{srv: srv, api: api, eng: eng, sched: sched, key: o.key, stop: cancel}
 }
 
 // do sends a request and returns the status and body.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -170,5 +171,31 @@ func TestConcurrentSeededStreams(t *testing.T) {
 		if together[i] != alone[i] {
 			t.Errorf("client %d: %q together, %q alone", i, together[i], alone[i])
 		}
+	}
+}
+
+// TestStreamEndsOnShutdown stops the scheduler under a running stream, as
+// the server does when its shutdown timeout passes: the client gets a
+// shutting_down error event and [DONE], and new requests get 503.
+func TestStreamEndsOnShutdown(t *testing.T) {
+	e := newEnv(t, envOptions{ctx: 100000})
+	resp := e.send(t, context.Background(), "POST", "/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"a"}],"ignore_eos":true,"stream":true}`)
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	e.sched.Shutdown()
+	e.stop()
+	rest, _ := io.ReadAll(r)
+	events := sseEvents(t, rest[1:]) // rest starts with the blank line ending the first event
+	n := len(events)
+	if n < 2 || events[n-1] != "[DONE]" || !strings.Contains(events[n-2], `"code":"shutting_down"`) {
+		t.Errorf("stream ended with %q", events[max(0, n-2):])
+	}
+	code, body := e.do(t, "POST", "/v1/completions", `{"prompt":"a"}`)
+	if code != http.StatusServiceUnavailable || errorOf(t, body).Code != "shutting_down" {
+		t.Errorf("request after shutdown: %d %s", code, body)
 	}
 }

@@ -53,6 +53,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base d
 	}
 	streams := make([]*decode.Stream, len(prompts))
 	st := statsOf(w)
+	if base.Sampling.PenaltyLastN < 0 {
+		// repeat_last_n -1 looks back over the whole context, as in llama.cpp.
+		base.Sampling.PenaltyLastN = m.Scheduler.ContextSize()
+	}
 	for i, p := range prompts {
 		req := base
 		req.Prompt = p

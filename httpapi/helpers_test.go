@@ -33,6 +33,7 @@ type envOptions struct {
 	gated             bool
 	notLoaded         bool
 	maxBody           int64
+	log               io.Writer // request log; nil: discarded
 }
 
 func newEnv(t *testing.T, o envOptions) *testEnv {
@@ -57,7 +58,11 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 		defer close(done)
 		sched.Run(ctx)
 	}()
-	api := New(Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, Logger: zerolog.Nop()})
+	logger := zerolog.Nop()
+	if o.log != nil {
+		logger = zerolog.New(o.log)
+	}
+	api := New(Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, Logger: logger})
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
 		t.Fatal(err)

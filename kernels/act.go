@@ -39,16 +39,18 @@ type actRow struct {
 }
 
 // actBuf holds the quantized activations of n rows, reused between calls.
+// Row i's slices are at a fixed stride from row 0's, which the four-row
+// kernels rely on.
 type actBuf struct {
-	q    []int8
-	d    []float32
-	s    []float32
-	b    []int16
-	rows []actRow
+	q    []int8    // [n*cols]
+	d    []float32 // [n*cols/blocksize]
+	s    []float32 // [n*cols/32]
+	b    []int16   // [n*cols/16]
+	rows []actRow  // [n] views into the above
 }
 
 // prepare makes room for n rows of cols values of kind k and returns the
-// row views, still to be filled by quantizeRow.
+// row views over x, still to be filled by quantize.
 func (a *actBuf) prepare(k actKind, x []float32, n, cols int) []actRow {
 	if cap(a.rows) < n {
 		a.rows = make([]actRow, n)

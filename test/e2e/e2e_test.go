@@ -34,7 +34,7 @@ func TestEndToEnd(t *testing.T) {
 	model := shared.Path(t, "models/stories260K.gguf")
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: skipping the end-to-end test", tool)
+			skipUnlessRequired(t, "%s not found: skipping the end-to-end test", tool)
 		}
 	}
 	installClient(t)
@@ -54,6 +54,16 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// skipUnlessRequired skips the test, or fails it when LLMSERVE_E2E_REQUIRED=1
+// (as CI sets it) so that a missing tool cannot pass for a passing test.
+func skipUnlessRequired(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("LLMSERVE_E2E_REQUIRED") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // installClient installs the pinned openai package unless it is there.
 func installClient(t *testing.T) {
 	t.Helper()
@@ -62,7 +72,7 @@ func installClient(t *testing.T) {
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm ci failed (no registry?): skipping the end-to-end test: %v\n%s", err, out)
+		skipUnlessRequired(t, "npm ci failed (no registry?): skipping the end-to-end test: %v\n%s", err, out)
 	}
 }
 

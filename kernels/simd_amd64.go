@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"maps"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -61,11 +62,42 @@ func dotQ5_1AVX2(w *byte, q *int8, d, s *float32, nb int) float32
 //go:noescape
 func axpyAVX2(y *float32, a float32, x *float32, n int)
 
+// AVX512-VNNI variants (dot_*_vnni_amd64.s), same signatures.
+
+//go:noescape
+func dotQ4_KVNNI(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KVNNI(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KVNNI(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ4_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
+
+//go:noescape
+func dotQ6_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
+
 func cpuidF16C() bool
 
-// simdKernels returns the portable set with the assembly kernels swapped
-// in, or nil when the CPU (or OS) lacks AVX2, FMA or F16C.
-func simdKernels() *kernelSet {
+// simdKernels returns the assembly kernel sets this CPU can run, slowest
+// first: AVX2 (the portable set with assembly kernels swapped in, needing
+// AVX2, FMA and F16C), then AVX512-VNNI on top of it.
+func simdKernels() []*kernelSet {
+	avx2 := avx2Kernels()
+	if avx2 == nil {
+		return nil
+	}
+	if v := vnniKernels(avx2); v != nil {
+		return []*kernelSet{avx2, v}
+	}
+	return []*kernelSet{avx2}
+}
+
+// avx2Kernels returns the portable set with the AVX2 kernels swapped in, or
+// nil when the CPU (or OS) lacks AVX2, FMA or F16C.
+func avx2Kernels() *kernelSet {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpuidF16C() {
 		return nil
 	}
@@ -87,6 +119,49 @@ func simdKernels() *kernelSet {
 	ks.types[gguf.TypeQ3_K] = typeKernel{actQ8K, dotQ3_KAsm, nil}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, dotQ6_KAsm, dotQ6_Kx4Asm}
 	return ks
+}
+
+// vnniKernels returns the AVX2 set with the Q4_K, Q5_K and Q6_K kernels
+// replaced by their AVX512-VNNI variants, or nil when the CPU lacks
+// AVX512-VNNI with 256-bit (VL) encodings. Single-thread, in cache, they
+// ran 3-8% faster on one row and 20-50% faster on four rows (prefill) than
+// AVX2; the Q2_K and Q3_K variants were no faster (Q3_K 15% slower: one
+// long accumulation chain) and are left out.
+func vnniKernels(avx2 *kernelSet) *kernelSet {
+	if avx2 == nil || !cpu.X86.HasAVX512VNNI || !cpu.X86.HasAVX512VL {
+		return nil
+	}
+	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy}
+	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, kq(dotQ4_KVNNI, 144), kq4(dotQ4_Kx4VNNI, kq(dotQ4_KVNNI, 144), 144)}
+	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KVNNI, 176), nil}
+	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, kq(dotQ6_KVNNI, 210), kq4(dotQ6_Kx4VNNI, kq(dotQ6_KVNNI, 210), 210)}
+	return ks
+}
+
+// kq wraps a k-quant assembly kernel of blockBytes-byte super-blocks.
+func kq(f func(w *byte, q *int8, d *float32, bsums *int16, nb int) float32, blockBytes int) rowDot {
+	return func(w []byte, x *actRow) float32 {
+		_ = w[blockBytes*len(x.d)-1]
+		return f(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d))
+	}
+}
+
+// kq4 wraps a four-row k-quant assembly kernel; one is the single-row
+// kernel used when the rows are not evenly spaced.
+func kq4(f func(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32), one rowDot, blockBytes int) rowDot4 {
+	return func(w []byte, a []actRow) (out [4]float32) {
+		x := &a[0]
+		_ = w[blockBytes*len(x.d)-1]
+		qs, ds, bs, ok := strides4(a)
+		if !ok {
+			for i := range out {
+				out[i] = one(w, &a[i])
+			}
+			return out
+		}
+		f(&w[0], &x.q[0], &x.d[0], &x.b[0], len(x.d), qs, ds, bs, &out[0])
+		return out
+	}
 }
 
 func dotF32Asm(a, b []float32) float32 {

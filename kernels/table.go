@@ -55,7 +55,7 @@ var kernelSets = buildKernelSets()
 
 func buildKernelSets() []*kernelSet {
 	sets := []*kernelSet{portableKernels()}
-	if s := simdKernels(); s != nil {
+	for _, s := range simdKernels() {
 		sets = append([]*kernelSet{s}, sets...)
 	}
 	return sets

@@ -1,8 +1,11 @@
 #include "textflag.h"
 
-// AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the
-// AVX2 kernels in dot4_amd64.s: VPDPWSSD fuses each scale multiply
-// (VPMADDWD) with its accumulation (VPADDD). Generated from that file.
+// AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
+// kernels in dot4_amd64.s, derived from that file by two substitutions:
+// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
+// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
+// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
+// step: TestKernelSetsAgree compares every set with the portable kernels.
 
 // Dot products of one weight row with four activation rows at once, for
 // prefill: each weight block is loaded and unpacked once and multiplied
@@ -17,6 +20,75 @@
 	VHADDPS      X, X, X \
 	VHADDPS      X, X, X \
 	VMOVSS       X, dst
+
+// func dotQ8_0x4VNNI(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
+TEXT ·dotQ8_0x4VNNI(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ qs+32(FP), R10
+	MOVQ ds+40(FP), R11
+	MOVQ out+48(FP), R12
+	LEAQ (R10)(R10*2), R13
+	LEAQ (R11)(R11*2), R14
+	VXORPS   Y0, Y0, Y0
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+q8x4loopv:
+	PREFETCHT0   2048(SI)
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X5
+	VCVTPH2PS    X5, X5
+	VMOVDQU      2(SI), Y1
+	VPSIGNB      Y1, Y1, Y6
+	VMOVDQU      0(DI), Y2
+	VPSIGNB      Y1, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPDPBUSD   Y2, Y6, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULSS       (R8), X5, X7
+	VBROADCASTSS X7, Y7
+	VFMADD231PS  Y2, Y7, Y0
+	VMOVDQU      0(DI)(R10*1), Y2
+	VPSIGNB      Y1, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPDPBUSD   Y2, Y6, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULSS       (R8)(R11*1), X5, X7
+	VBROADCASTSS X7, Y7
+	VFMADD231PS  Y2, Y7, Y8
+	VMOVDQU      0(DI)(R10*2), Y2
+	VPSIGNB      Y1, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPDPBUSD   Y2, Y6, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULSS       (R8)(R11*2), X5, X7
+	VBROADCASTSS X7, Y7
+	VFMADD231PS  Y2, Y7, Y9
+	VMOVDQU      0(DI)(R13*1), Y2
+	VPSIGNB      Y1, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPDPBUSD   Y2, Y6, Y3
+	VCVTDQ2PS    Y3, Y2
+	VMULSS       (R8)(R14*1), X5, X7
+	VBROADCASTSS X7, Y7
+	VFMADD231PS  Y2, Y7, Y10
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ  q8x4loopv
+	HSUM(Y0, X0, X1, 0(R12))
+	HSUM(Y8, X8, X1, 4(R12))
+	HSUM(Y9, X9, X1, 8(R12))
+	HSUM(Y10, X10, X1, 12(R12))
+	VZEROUPPER
+	RET
 
 // Q4_K super-blocks as in dotQ4_KAVX2.
 //

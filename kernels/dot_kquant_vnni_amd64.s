@@ -1,8 +1,11 @@
 #include "textflag.h"
 
-// AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the
-// AVX2 kernels in dot_kquant_amd64.s: VPDPWSSD fuses each scale multiply
-// (VPMADDWD) with its accumulation (VPADDD). Generated from that file.
+// AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
+// kernels in dot_kquant_amd64.s, derived from that file by two substitutions:
+// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
+// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
+// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
+// step: TestKernelSetsAgree compares every set with the portable kernels.
 
 // AVX2 dot products of Q4_K, Q5_K and Q6_K rows with Q8_K activation
 // rows (256-value super-blocks with 16-value group sums).

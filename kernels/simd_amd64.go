@@ -74,6 +74,24 @@ func dotQ5_KVNNI(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 func dotQ6_KVNNI(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
 
 //go:noescape
+func dotQ8_0VNNI(w *byte, q *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_0VNNI(w *byte, q *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_1VNNI(w *byte, q *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ5_0VNNI(w *byte, q *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ5_1VNNI(w *byte, q *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ8_0x4VNNI(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
+
+//go:noescape
 func dotQ4_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
 
 //go:noescape
@@ -121,21 +139,60 @@ func avx2Kernels() *kernelSet {
 	return ks
 }
 
-// vnniKernels returns the AVX2 set with the Q4_K, Q5_K and Q6_K kernels
-// replaced by their AVX512-VNNI variants, or nil when the CPU lacks
-// AVX512-VNNI with 256-bit (VL) encodings. Single-thread, in cache, they
-// ran 3-8% faster on one row and 20-50% faster on four rows (prefill) than
-// AVX2; the Q2_K and Q3_K variants were no faster (Q3_K 15% slower: one
-// long accumulation chain) and are left out.
+// vnniKernels returns the AVX2 set with the legacy, Q4_K, Q5_K and Q6_K
+// kernels replaced by their AVX512-VNNI variants, or nil when the CPU lacks
+// AVX512-VNNI with 256-bit (VL) encodings. Single-thread, in cache, the
+// k-quant ones ran 3-8% faster on one row and 20-50% faster on four rows
+// (prefill) than AVX2; the Q2_K and Q3_K variants were no faster (Q3_K 15%
+// slower: one long accumulation chain) and are left out.
 func vnniKernels(avx2 *kernelSet) *kernelSet {
 	if avx2 == nil || !cpu.X86.HasAVX512VNNI || !cpu.X86.HasAVX512VL {
 		return nil
 	}
 	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy}
+	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0VNNI, 18), nil}
+	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, lqs(dotQ4_1VNNI, 20), nil}
+	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, lq(dotQ5_0VNNI, 22), nil}
+	ks.types[gguf.TypeQ5_1] = typeKernel{actQ8, lqs(dotQ5_1VNNI, 24), nil}
+	ks.types[gguf.TypeQ8_0] = typeKernel{actQ8, lq(dotQ8_0VNNI, 34), lq4(dotQ8_0x4VNNI, lq(dotQ8_0VNNI, 34), 34)}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, kq(dotQ4_KVNNI, 144), kq4(dotQ4_Kx4VNNI, kq(dotQ4_KVNNI, 144), 144)}
 	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KVNNI, 176), nil}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, kq(dotQ6_KVNNI, 210), kq4(dotQ6_Kx4VNNI, kq(dotQ6_KVNNI, 210), 210)}
 	return ks
+}
+
+// lq wraps a legacy-type assembly kernel of blockBytes-byte blocks.
+func lq(f func(w *byte, q *int8, d *float32, nb int) float32, blockBytes int) rowDot {
+	return func(w []byte, x *actRow) float32 {
+		_ = w[blockBytes*len(x.d)-1]
+		return f(&w[0], &x.q[0], &x.d[0], len(x.d))
+	}
+}
+
+// lqs wraps a legacy-type assembly kernel that also takes the block sums.
+func lqs(f func(w *byte, q *int8, d, s *float32, nb int) float32, blockBytes int) rowDot {
+	return func(w []byte, x *actRow) float32 {
+		_ = w[blockBytes*len(x.d)-1]
+		return f(&w[0], &x.q[0], &x.d[0], &x.s[0], len(x.d))
+	}
+}
+
+// lq4 wraps a four-row legacy-type assembly kernel; one is the single-row
+// kernel used when the rows are not evenly spaced.
+func lq4(f func(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32), one rowDot, blockBytes int) rowDot4 {
+	return func(w []byte, a []actRow) (out [4]float32) {
+		x := &a[0]
+		_ = w[blockBytes*len(x.d)-1]
+		qs, ds, _, ok := strides4(a)
+		if !ok {
+			for i := range out {
+				out[i] = one(w, &a[i])
+			}
+			return out
+		}
+		f(&w[0], &x.q[0], &x.d[0], len(x.d), qs, ds, &out[0])
+		return out
+	}
 }
 
 // kq wraps a k-quant assembly kernel of blockBytes-byte super-blocks.

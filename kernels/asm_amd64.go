@@ -31,6 +31,12 @@ func dotBF16AVX2(w *byte, x *float32, n int) float32
 func dotQ8_0x4AVX2(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
 
 //go:noescape
+func dotQ4_0x4AVX2(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
+
+//go:noescape
+func dotQ5_Kx4AVX2(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
+
+//go:noescape
 func dotQ4_Kx4AVX2(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
 
 //go:noescape
@@ -82,6 +88,12 @@ func dotQ5_1VNNI(w *byte, q *int8, d, s *float32, nb int) float32
 
 //go:noescape
 func dotQ8_0x4VNNI(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
+
+//go:noescape
+func dotQ4_0x4VNNI(w *byte, q *int8, d *float32, nb, qs, ds int, out *float32)
+
+//go:noescape
+func dotQ5_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
 
 //go:noescape
 func dotQ4_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)

@@ -36,7 +36,7 @@ func avx2Kernels() *kernelSet {
 	ks.types[gguf.TypeF32] = typeKernel{actF32, dotF32RowAsm, nil}
 	ks.types[gguf.TypeF16] = typeKernel{actF32, fq(dotF16AVX2, 2), nil}
 	ks.types[gguf.TypeBF16] = typeKernel{actF32, fq(dotBF16AVX2, 2), nil}
-	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0AVX2, 18), nil}
+	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0AVX2, 18), lq4(dotQ4_0x4AVX2, lq(dotQ4_0AVX2, 18), 18)}
 	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, lqs(dotQ4_1AVX2, 20), nil}
 	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, lq(dotQ5_0AVX2, 22), nil}
 	ks.types[gguf.TypeQ5_1] = typeKernel{actQ8, lqs(dotQ5_1AVX2, 24), nil}
@@ -44,7 +44,7 @@ func avx2Kernels() *kernelSet {
 	ks.types[gguf.TypeQ2_K] = typeKernel{actQ8K, kq(dotQ2_KAVX2, 84), nil}
 	ks.types[gguf.TypeQ3_K] = typeKernel{actQ8K, kq(dotQ3_KAVX2, 110), nil}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, kq(dotQ4_KAVX2, 144), kq4(dotQ4_Kx4AVX2, kq(dotQ4_KAVX2, 144), 144)}
-	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KAVX2, 176), nil}
+	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KAVX2, 176), kq4(dotQ5_Kx4AVX2, kq(dotQ5_KAVX2, 176), 176)}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, kq(dotQ6_KAVX2, 210), kq4(dotQ6_Kx4AVX2, kq(dotQ6_KAVX2, 210), 210)}
 	return ks
 }
@@ -60,13 +60,13 @@ func vnniKernels(avx2 *kernelSet) *kernelSet {
 		return nil
 	}
 	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy}
-	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0VNNI, 18), nil}
+	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0VNNI, 18), lq4(dotQ4_0x4VNNI, lq(dotQ4_0VNNI, 18), 18)}
 	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, lqs(dotQ4_1VNNI, 20), nil}
 	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, lq(dotQ5_0VNNI, 22), nil}
 	ks.types[gguf.TypeQ5_1] = typeKernel{actQ8, lqs(dotQ5_1VNNI, 24), nil}
 	ks.types[gguf.TypeQ8_0] = typeKernel{actQ8, lq(dotQ8_0VNNI, 34), lq4(dotQ8_0x4VNNI, lq(dotQ8_0VNNI, 34), 34)}
 	ks.types[gguf.TypeQ4_K] = typeKernel{actQ8K, kq(dotQ4_KVNNI, 144), kq4(dotQ4_Kx4VNNI, kq(dotQ4_KVNNI, 144), 144)}
-	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KVNNI, 176), nil}
+	ks.types[gguf.TypeQ5_K] = typeKernel{actQ8K, kq(dotQ5_KVNNI, 176), kq4(dotQ5_Kx4VNNI, kq(dotQ5_KVNNI, 176), 176)}
 	ks.types[gguf.TypeQ6_K] = typeKernel{actQ8K, kq(dotQ6_KVNNI, 210), kq4(dotQ6_Kx4VNNI, kq(dotQ6_KVNNI, 210), 210)}
 	return ks
 }

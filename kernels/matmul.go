@@ -10,8 +10,8 @@ const rowTile = 16
 // n = 1 is the matrix-vector product of a decode step, n > 1 a prefill.
 // For quantized types the activations are quantized to 8 bits once per call
 // (see act.go), so results differ from an exact product by that rounding.
-// MatMul does not allocate once the pool's buffers have grown to the
-// largest activation size seen.
+// y must not overlap x. MatMul does not allocate once the pool's buffers
+// have grown to the largest activation size seen.
 func MatMul(p *Pool, w Matrix, x []float32, n int, y []float32) error {
 	return matMul(bestKernels(), p, w, x, n, y)
 }

@@ -240,3 +240,29 @@ func TestMatMulNoAlloc(t *testing.T) {
 		t.Errorf("MatMul allocates %.1f times per call", a)
 	}
 }
+
+// TestMatMulDeterministic checks that the result does not depend on the
+// number of threads: each output is one dot product computed by one thread,
+// so results are bit-identical, which golden tests rely on.
+func TestMatMulDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	p1, p3 := NewPool(1), NewPool(3)
+	defer p1.Close()
+	defer p3.Close()
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		w := randMatrix(t, rng, typ, 301, 512)
+		x := randVec(rng, 6*512)
+		y1, y3 := make([]float32, 6*301), make([]float32, 6*301)
+		if err := MatMul(p1, w, x, 6, y1); err != nil {
+			t.Fatal(err)
+		}
+		if err := MatMul(p3, w, x, 6, y3); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y1 {
+			if y1[i] != y3[i] {
+				t.Fatalf("%s: y[%d] = %g with 1 thread, %g with 3", typ, i, y1[i], y3[i])
+			}
+		}
+	}
+}

@@ -1,11 +1,8 @@
 #include "textflag.h"
 
 // AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
-// kernels in dot4_amd64.s, derived from that file by two substitutions:
-// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
-// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
-// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
-// step: TestKernelSetsAgree compares every set with the portable kernels.
+// kernels in dot4_amd64.s, generated from that file by vnniFromAVX2
+// (vnni_gen_test.go); do not edit. TestVNNIInStep checks they match.
 
 // Dot products of one weight row with four activation rows at once, for
 // prefill: each weight block is loaded and unpacked once and multiplied
@@ -48,32 +45,32 @@ q8x4loopv:
 	VPSIGNB      Y1, Y1, Y6
 	VMOVDQU      0(DI), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y0
 	VMOVDQU      0(DI)(R10*1), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R11*1), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y8
 	VMOVDQU      0(DI)(R10*2), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R11*2), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y9
 	VMOVDQU      0(DI)(R13*1), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R14*1), X5, X7
 	VBROADCASTSS X7, Y7
@@ -356,32 +353,32 @@ q40x4loopv:
 	VPSIGNB      Y1, Y1, Y6
 	VMOVDQU      0(DI), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y0
 	VMOVDQU      0(DI)(R10*1), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R11*1), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y8
 	VMOVDQU      0(DI)(R10*2), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R11*2), X5, X7
 	VBROADCASTSS X7, Y7
 	VFMADD231PS  Y2, Y7, Y9
 	VMOVDQU      0(DI)(R13*1), Y2
 	VPSIGNB      Y1, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPDPBUSD   Y2, Y6, Y3
+	VPXOR        Y3, Y3, Y3
+	VPDPBUSD     Y2, Y6, Y3
 	VCVTDQ2PS    Y3, Y2
 	VMULSS       (R8)(R14*1), X5, X7
 	VBROADCASTSS X7, Y7

@@ -1,11 +1,8 @@
 #include "textflag.h"
 
 // AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
-// kernels in dot_kquant_amd64.s, derived from that file by two substitutions:
-// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
-// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
-// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
-// step: TestKernelSetsAgree compares every set with the portable kernels.
+// kernels in dot_kquant_amd64.s, generated from that file by vnniFromAVX2
+// (vnni_gen_test.go); do not edit. TestVNNIInStep checks they match.
 
 // AVX2 dot products of Q4_K, Q5_K and Q6_K rows with Q8_K activation
 // rows (256-value super-blocks with 16-value group sums).

@@ -1,11 +1,8 @@
 #include "textflag.h"
 
 // AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
-// kernels in dot_legacy_amd64.s, derived from that file by two substitutions:
-// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
-// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
-// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
-// step: TestKernelSetsAgree compares every set with the portable kernels.
+// kernels in dot_legacy_amd64.s, generated from that file by vnniFromAVX2
+// (vnni_gen_test.go); do not edit. TestVNNIInStep checks they match.
 
 // AVX2 dot products of the remaining legacy types (Q4_1, Q5_0, Q5_1) with
 // Q8_0-style activation blocks. The 32 values of a block are laid out as
@@ -61,8 +58,8 @@ loopQ4_1v:
 	VINSERTI128  $1, X2, Y1, Y1
 	VPAND        Y14, Y1, Y1
 	VMOVDQU      (DI), Y2
-	VPXOR   Y6, Y6, Y6
-	VPDPBUSD   Y2, Y1, Y6
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y2, Y1, Y6
 	VCVTDQ2PS    Y6, Y6
 	VFMADD231PS  Y6, Y5, Y0
 	MOVWLZX      2(SI), AX
@@ -121,8 +118,8 @@ loopQ5_0v:
 	VPSUBB       Y13, Y1, Y1 // q5 - 16
 	VPSIGNB      Y1, Y2, Y2
 	VPSIGNB      Y1, Y1, Y1
-	VPXOR   Y6, Y6, Y6
-	VPDPBUSD   Y2, Y1, Y6
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y2, Y1, Y6
 	VCVTDQ2PS    Y6, Y6
 	VFMADD231PS  Y6, Y5, Y0
 	ADDQ $22, SI
@@ -174,8 +171,8 @@ loopQ5_1v:
 	VPAND        Y13, Y2, Y2
 	VPOR         Y2, Y1, Y1
 	VMOVDQU      (DI), Y2
-	VPXOR   Y6, Y6, Y6
-	VPDPBUSD   Y2, Y1, Y6
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y2, Y1, Y6
 	VCVTDQ2PS    Y6, Y6
 	VFMADD231PS  Y6, Y5, Y0
 	MOVWLZX      2(SI), AX

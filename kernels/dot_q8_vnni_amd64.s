@@ -1,11 +1,8 @@
 #include "textflag.h"
 
 // AVX512-VNNI (with AVX512VL, on 256-bit registers) variants of the AVX2
-// kernels in dot_q8_amd64.s, derived from that file by two substitutions:
-// VPMADDWD by a scale followed by VPADDD into an accumulator becomes one
-// VPDPWSSD into the accumulator, and VPMADDUBSW followed by VPMADDWD with
-// 16-bit ones becomes VPDPBUSD into a zeroed register. Keep the two files in
-// step: TestKernelSetsAgree compares every set with the portable kernels.
+// kernels in dot_q8_amd64.s, generated from that file by vnniFromAVX2
+// (vnni_gen_test.go); do not edit. TestVNNIInStep checks they match.
 
 // AVX2 dot products of Q8_0 and Q4_0 rows with Q8_0-style activation
 // blocks of 32.
@@ -37,9 +34,9 @@
 	VMOVDQU     xoff(DI), Y2 \
 	VPSIGNB     Y1, Y1, Y3 \
 	VPSIGNB     Y1, Y2, Y4 \
-	VPXOR  Y6, Y6, Y6 \
-	VPDPBUSD  Y4, Y3, Y6 \
-	VCVTDQ2PS   Y6, Y6 \
+	VPXOR        Y6, Y6, Y6 \
+	VPDPBUSD     Y4, Y3, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS Y6, Y5, acc
 
 // func dotQ8_0VNNI(w *byte, q *int8, d *float32, nb int) float32
@@ -94,8 +91,8 @@ q8donev:
 	VMOVDQU      xoff(DI), Y2 \
 	VPSIGNB      Y1, Y1, Y3 \
 	VPSIGNB      Y1, Y2, Y4 \
-	VPXOR   Y6, Y6, Y6 \
-	VPDPBUSD   Y4, Y3, Y6 \
+	VPXOR        Y6, Y6, Y6 \
+	VPDPBUSD     Y4, Y3, Y6 \
 	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS  Y6, Y5, acc
 

@@ -17,8 +17,9 @@ type typeKernel struct {
 	dot4 rowDot4 // nil where there is no four-row kernel
 }
 
-// kernelSet maps every supported weight type to its kernel. Two sets exist:
-// the portable one and, where the CPU allows, one with assembly kernels.
+// kernelSet maps every supported weight type to its kernel. The portable
+// set always exists; on amd64 the CPU may allow assembly sets (AVX2,
+// AVX512-VNNI) that replace some or all of its kernels.
 type kernelSet struct {
 	name  string
 	types map[gguf.Type]typeKernel
@@ -26,6 +27,7 @@ type kernelSet struct {
 	axpy  func(y []float32, a float32, x []float32) // Axpy
 }
 
+// portableKernels returns a fresh portable set (callers may modify it).
 func portableKernels() *kernelSet {
 	return &kernelSet{
 		name: "go",
@@ -61,5 +63,5 @@ func buildKernelSets() []*kernelSet {
 	return sets
 }
 
-// bestKernels is the set MatMul and Dot use.
+// bestKernels is the set MatMul, Dot and Axpy use.
 func bestKernels() *kernelSet { return kernelSets[0] }

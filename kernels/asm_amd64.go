@@ -101,4 +101,10 @@ func dotQ4_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs in
 //go:noescape
 func dotQ6_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs int, out *float32)
 
+// quantizeRowAVX2 quantizes n values of x in blocks of bs (32 or 256): q
+// gets the values, d one scale per block, sums the sum of every 16 values.
+//
+//go:noescape
+func quantizeRowAVX2(x *float32, q *int8, n, bs int, d *float32, sums *int16)
+
 func cpuidF16C() bool

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -265,4 +266,58 @@ func TestMatMulDeterministic(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQuantizeSets checks that every kernel set quantizes activations
+// exactly as the portable quantizer does, on rows with a zero block and
+// values of very different sizes.
+func TestQuantizeSets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	const cols = 1024
+	x := randVec(rng, 2*cols)
+	for i := range x {
+		x[i] *= float32(math.Pow(10, 4*rng.Float64()-2))
+	}
+	clear(x[256:512])
+	for _, k := range []actKind{actQ8, actQ8K} {
+		var want actBuf
+		wr := want.prepare(k, x, 2, cols)
+		for i := range wr {
+			wr[i].quantize(k)
+		}
+		for _, ks := range kernelSets {
+			var got actBuf
+			gr := got.prepare(k, x, 2, cols)
+			for i := range gr {
+				ks.quantize(&gr[i], k)
+			}
+			for i := range gr {
+				g, w := &gr[i], &wr[i]
+				for c := range w.q {
+					if g.q[c] != w.q[c] {
+						t.Fatalf("%s kind %d row %d: q[%d] = %d, want %d", ks.name, k, i, c, g.q[c], w.q[c])
+					}
+				}
+				for b := range w.d {
+					if g.d[b] != w.d[b] || k == actQ8 && g.s[b] != w.s[b] {
+						t.Fatalf("%s kind %d row %d block %d: d, s = %g, %g, want %g, %g", ks.name, k, i, b, g.d[b], sOf(g, b), w.d[b], sOf(w, b))
+					}
+				}
+				if k == actQ8K {
+					for c := range w.b {
+						if g.b[c] != w.b[c] {
+							t.Fatalf("%s row %d: group sum %d = %d, want %d", ks.name, i, c, g.b[c], w.b[c])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func sOf(r *actRow, b int) float32 {
+	if r.s == nil {
+		return 0
+	}
+	return r.s[b]
 }

@@ -33,6 +33,7 @@ func avx2Kernels() *kernelSet {
 	ks.name = "avx2"
 	ks.dot = dotF32Asm
 	ks.axpy = axpyAsm
+	ks.quantize = quantizeAsm
 	ks.types[gguf.TypeF32] = typeKernel{actF32, dotF32RowAsm, nil}
 	ks.types[gguf.TypeF16] = typeKernel{actF32, fq(dotF16AVX2, 2), nil}
 	ks.types[gguf.TypeBF16] = typeKernel{actF32, fq(dotBF16AVX2, 2), nil}
@@ -59,7 +60,7 @@ func vnniKernels(avx2 *kernelSet) *kernelSet {
 	if !cpu.X86.HasAVX512VNNI || !cpu.X86.HasAVX512VL {
 		return nil
 	}
-	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy}
+	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy, quantize: avx2.quantize}
 	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0VNNI, 18), lq4(dotQ4_0x4VNNI, lq(dotQ4_0VNNI, 18), 18)}
 	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, lqs(dotQ4_1VNNI, 20), nil}
 	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, lq(dotQ5_0VNNI, 22), nil}
@@ -88,6 +89,22 @@ func axpyAsm(y []float32, a float32, x []float32) {
 	}
 	_ = x[len(y)-1]
 	axpyAVX2(&y[0], a, &x[0], len(y))
+}
+
+func quantizeAsm(r *actRow, k actKind) {
+	bs := qkK
+	if k == actQ8 {
+		bs = qk8
+	}
+	_ = r.q[len(r.f)-1]
+	_ = r.b[len(r.f)/bsumK-1]
+	_ = r.d[len(r.f)/bs-1]
+	quantizeRowAVX2(&r.f[0], &r.q[0], len(r.f), bs, &r.d[0], &r.b[0])
+	if k == actQ8 {
+		for b := range r.d {
+			r.s[b] = r.d[b] * float32(int(r.b[2*b])+int(r.b[2*b+1]))
+		}
+	}
 }
 
 func dotF32RowAsm(w []byte, x *actRow) float32 {

@@ -25,6 +25,10 @@ type kernelSet struct {
 	types map[gguf.Type]typeKernel
 	dot   func(a, b []float32) float32              // Dot
 	axpy  func(y []float32, a float32, x []float32) // Axpy
+
+	// quantize prepares an activation row of kind actQ8 or actQ8K, with
+	// the results of actRow.quantize.
+	quantize func(r *actRow, k actKind)
 }
 
 // portableKernels returns a fresh portable set (callers may modify it).
@@ -46,8 +50,9 @@ func portableKernels() *kernelSet {
 			gguf.TypeQ5_K: {actQ8K, dotQ5_K, nil},
 			gguf.TypeQ6_K: {actQ8K, dotQ6_K, nil},
 		},
-		dot:  dotF32Go,
-		axpy: axpyGo,
+		dot:      dotF32Go,
+		axpy:     axpyGo,
+		quantize: (*actRow).quantize,
 	}
 }
 

@@ -107,4 +107,10 @@ func dotQ6_Kx4VNNI(w *byte, q *int8, d *float32, bsums *int16, nb, qs, ds, bs in
 //go:noescape
 func quantizeRowAVX2(x *float32, q *int8, n, bs int, d *float32, sums *int16)
 
+//go:noescape
+func dotsAVX2(out, q, k *float32, hd, stride, n int)
+
+//go:noescape
+func axpysAVX2(out, w, v *float32, hd, stride, n int)
+
 func cpuidF16C() bool

@@ -34,6 +34,8 @@ func avx2Kernels() *kernelSet {
 	ks.dot = dotF32Asm
 	ks.axpy = axpyAsm
 	ks.quantize = quantizeAsm
+	ks.dots = dotsAsm
+	ks.axpys = axpysAsm
 	ks.types[gguf.TypeF32] = typeKernel{actF32, dotF32RowAsm, nil}
 	ks.types[gguf.TypeF16] = typeKernel{actF32, fq(dotF16AVX2, 2), nil}
 	ks.types[gguf.TypeBF16] = typeKernel{actF32, fq(dotBF16AVX2, 2), nil}
@@ -60,7 +62,7 @@ func vnniKernels(avx2 *kernelSet) *kernelSet {
 	if !cpu.X86.HasAVX512VNNI || !cpu.X86.HasAVX512VL {
 		return nil
 	}
-	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy, quantize: avx2.quantize}
+	ks := &kernelSet{name: "avx512vnni", types: maps.Clone(avx2.types), dot: avx2.dot, axpy: avx2.axpy, dots: avx2.dots, axpys: avx2.axpys, quantize: avx2.quantize}
 	ks.types[gguf.TypeQ4_0] = typeKernel{actQ8, lq(dotQ4_0VNNI, 18), lq4(dotQ4_0x4VNNI, lq(dotQ4_0VNNI, 18), 18)}
 	ks.types[gguf.TypeQ4_1] = typeKernel{actQ8, lqs(dotQ4_1VNNI, 20), nil}
 	ks.types[gguf.TypeQ5_0] = typeKernel{actQ8, lq(dotQ5_0VNNI, 22), nil}
@@ -89,6 +91,30 @@ func axpyAsm(y []float32, a float32, x []float32) {
 	}
 	_ = x[len(y)-1]
 	axpyAVX2(&y[0], a, &x[0], len(y))
+}
+
+func dotsAsm(out, q, k []float32, stride int) {
+	if len(out) == 0 {
+		return
+	}
+	if len(q)%8 != 0 || len(q) == 0 || stride < len(q) {
+		dotsGo(out, q, k, stride)
+		return
+	}
+	_ = k[(len(out)-1)*stride+len(q)-1]
+	dotsAVX2(&out[0], &q[0], &k[0], len(q), stride, len(out))
+}
+
+func axpysAsm(out, w, v []float32, stride int) {
+	if len(w) == 0 || len(out) == 0 {
+		return
+	}
+	if len(out)%8 != 0 || stride < len(out) {
+		axpysGo(out, w, v, stride)
+		return
+	}
+	_ = v[(len(w)-1)*stride+len(out)-1]
+	axpysAVX2(&out[0], &w[0], &v[0], len(out), stride, len(w))
 }
 
 func quantizeAsm(r *actRow, k actKind) {

@@ -25,6 +25,8 @@ type kernelSet struct {
 	types map[gguf.Type]typeKernel
 	dot   func(a, b []float32) float32              // Dot
 	axpy  func(y []float32, a float32, x []float32) // Axpy
+	dots  func(out, q, k []float32, stride int)     // Dots
+	axpys func(out, w, v []float32, stride int)     // Axpys
 
 	// quantize prepares an activation row of kind actQ8 or actQ8K, with
 	// the results of actRow.quantize.
@@ -52,6 +54,8 @@ func portableKernels() *kernelSet {
 		},
 		dot:      dotF32Go,
 		axpy:     axpyGo,
+		dots:     dotsGo,
+		axpys:    axpysGo,
 		quantize: (*actRow).quantize,
 	}
 }

@@ -12,21 +12,21 @@ import (
 // MaxHeadDim is the largest head size the attention kernel takes.
 const MaxHeadDim = 256
 
-// KVCache is one layer's key and value cache on the device:
+// DevKVCache is one layer's key and value cache on the device:
 // [MaxSeqs][Ctx][KVHeads*HeadDim] f32 each.
-type KVCache struct {
+type DevKVCache struct {
 	K, V             cuda.DevPtr
 	MaxSeqs, Ctx     int
 	KVHeads, HeadDim int
 }
 
 // KVDim is the cache width per position.
-func (c KVCache) KVDim() int { return c.KVHeads * c.HeadDim }
+func (c DevKVCache) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // Bytes is the size of the K (or V) half.
-func (c KVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
+func (c DevKVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
 
-func (c KVCache) check(op string) error {
+func (c DevKVCache) check(op string) error {
 	if c.MaxSeqs < 1 || c.Ctx < 1 || c.KVHeads < 1 || c.HeadDim < 1 || c.HeadDim > MaxHeadDim || c.K == 0 || c.V == 0 {
 		return fmt.Errorf("kernels: %s: cache %d seqs × %d positions × %d heads of %d (head ≤ %d)",
 			op, c.MaxSeqs, c.Ctx, c.KVHeads, c.HeadDim, MaxHeadDim)
@@ -36,7 +36,7 @@ func (c KVCache) check(op string) error {
 
 // KVStore writes k[b, :] and v[b, :] (B × KVDim) to the cache at position
 // pos[b] of sequence seq[b]; tokens with seq[b] < 0 are skipped.
-func (d *Device) KVStore(c KVCache, k, v F32, pos, seq I32) error {
+func (d *Device) KVStore(c DevKVCache, k, v DevF32, pos, seq DevI32) error {
 	if err := c.check("kv_store"); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (d *Device) KVStore(c KVCache, k, v F32, pos, seq I32) error {
 // weighted sum of V over positions 0..pos[b] of sequence seq[b] to out;
 // q and out are B × heads*HeadDim, and heads a multiple of c.KVHeads.
 // Tokens with seq[b] < 0 get zeros.
-func (d *Device) Attention(c KVCache, q, out F32, heads int, pos, seq I32) error {
+func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI32) error {
 	if err := c.check("attention"); err != nil {
 		return err
 	}

@@ -70,6 +70,70 @@ __device__ __forceinline__ void get_rows(const uint8_t *__restrict__ W, const in
   for (int i = 0; i < 8; i++) o[i] = make_float4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
 }
 
+// load_elem reads value k of a row of a float type.
+template <int T> __device__ __forceinline__ float load_elem(const uint8_t *row, int k);
+template <> __device__ __forceinline__ float load_elem<T_F32>(const uint8_t *row, int k) {
+  return __ldg((const float *)row + k);
+}
+template <> __device__ __forceinline__ float load_elem<T_F16>(const uint8_t *row, int k) {
+  return h2f(__ldg((const unsigned short *)row + k));
+}
+template <> __device__ __forceinline__ float load_elem<T_BF16>(const uint8_t *row, int k) {
+  return bf2f(__ldg((const unsigned short *)row + k));
+}
+
+// matvec_elem is matvec for float types whose rows are not whole 32-value
+// chunks (or not 16-byte aligned): lanes stride over single values.
+template <int T, int NB>
+__device__ __forceinline__ void matvec_elem(const uint8_t *__restrict__ W, const float *__restrict__ x,
+                                            float *__restrict__ y, int rows, int cols, long long rowBytes, int B) {
+  const int lane = threadIdx.x & 31;
+  const int r = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int b0 = blockIdx.y * NB;
+  const uint8_t *row = W + (size_t)r * rowBytes;
+  float acc[NB];
+#pragma unroll
+  for (int b = 0; b < NB; b++) acc[b] = 0.f;
+  for (int k = lane; k < cols; k += 32) {
+    const float w = load_elem<T>(row, k);
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+      if (b0 + b < B) acc[b] += w * x[(size_t)(b0 + b) * cols + k];
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc[b] += __shfl_xor_sync(0xffffffffu, acc[b], off);
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+    if (lane == b && b0 + b < B) y[(size_t)(b0 + b) * rows + r] = acc[b];
+  }
+}
+
+#define MATVEC_ELEM(NAME, T, NB)                                                                     \
+  extern "C" __global__ void __launch_bounds__(32 * MV_WARPS)                                        \
+      matvec_elem_##NAME##_##NB(const uint8_t *W, const float *x, float *y, int rows, int cols,      \
+                                long long rowBytes, int B) {                                         \
+    matvec_elem<T, NB>(W, x, y, rows, cols, rowBytes, B);                                            \
+  }
+
+#define ELEM_TYPE(NAME, T)                                                                           \
+  MATVEC_ELEM(NAME, T, 1)                                                                            \
+  MATVEC_ELEM(NAME, T, 2)                                                                            \
+  MATVEC_ELEM(NAME, T, 4)                                                                            \
+  MATVEC_ELEM(NAME, T, 8)                                                                            \
+  extern "C" __global__ void get_rows_elem_##NAME(const uint8_t *W, const int *ids, float *out,      \
+                                                  int cols, long long rowBytes, int nrows) {         \
+    const int b = blockIdx.y, k = blockIdx.x * blockDim.x + threadIdx.x, id = ids[b];               \
+    if (k < cols) out[(size_t)b * cols + k] = id >= 0 && id < nrows ? load_elem<T>(W + (size_t)id * rowBytes, k) : 0.f; \
+  }
+
+ELEM_TYPE(F32, T_F32)
+ELEM_TYPE(F16, T_F16)
+ELEM_TYPE(BF16, T_BF16)
+
 #define MATVEC(NAME, T, NB)                                                                          \
   extern "C" __global__ void __launch_bounds__(32 * MV_WARPS)                                        \
       matvec_##NAME##_##NB(const uint8_t *W, const float *x, float *y, int rows, int cols,           \

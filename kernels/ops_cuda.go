@@ -60,7 +60,7 @@ type RopeParams struct {
 	Dim            int     // rotated values per head (≤ HeadDim, even)
 	Base           float32 // frequency base
 	Neox           bool    // pairs (i, i+Dim/2) instead of (2i, 2i+1)
-	Factors        DevF32     // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
+	Factors        DevF32  // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
 }
 
 // RoPE rotates x (B tokens × Heads*HeadDim, in place) by each token's

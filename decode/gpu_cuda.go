@@ -54,6 +54,7 @@ type gpuScratch struct {
 	proj     kernels.DevF32 // [B, Embd]
 	gate, up kernels.DevF32 // [B, FFN]
 	logits   kernels.DevF32 // [B, Vocab]
+	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats)
 	tok, pos kernels.DevI32 // [B] views of in
 	seq      kernels.DevI32 // [B]
 }
@@ -118,6 +119,7 @@ func (e *GPUEngine) init() error {
 		x: f32("x", m.Embd), xn: f32("xn", m.Embd), q: f32("q", qDim), att: f32("att", qDim),
 		k: f32("k", kvDim), v: f32("v", kvDim), proj: f32("proj", m.Embd),
 		gate: f32("gate", m.FFN), up: f32("up", m.FFN), logits: f32("logits", m.Vocab),
+		attPart: f32("attention partials", kernels.AttentionScratch(e.kv[0], 1, m.Heads)),
 	}
 	if err != nil {
 		return err

@@ -83,7 +83,7 @@ func (e *GPUEngine) layer(l, B int, x, xn kernels.DevF32, pos, seq kernels.DevI3
 	if err := d.KVStore(e.kv[l], k, v, pos, seq); err != nil {
 		return fmt.Errorf("cache store: %w", err)
 	}
-	if err := d.Attention(e.kv[l], q, att, m.Heads, pos, seq); err != nil {
+	if err := d.Attention(e.kv[l], q, att, m.Heads, pos, seq, s.attPart); err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
 	if err := d.MatVec(w.o, att, proj); err != nil {

@@ -18,6 +18,7 @@ func TestKVStoreAttention(t *testing.T) {
 		{32, 8, 128, 512},
 		{2, 1, 256, 70},
 		{3, 1, 80, 33},
+		{16, 4, 128, 2048},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d_kv%d_d%d", c.heads, c.kvHeads, c.headDim), func(t *testing.T) {
@@ -40,7 +41,8 @@ func TestKVStoreAttention(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := g.poisoned(b, c.heads*c.headDim)
-			if err := dev.Attention(cache, g.f32(q, b, c.heads*c.headDim), out, c.heads, pd, sd); err != nil {
+			scratch := g.poisoned(1, AttentionScratch(cache, b, c.heads))
+			if err := dev.Attention(cache, g.f32(q, b, c.heads*c.headDim), out, c.heads, pd, sd, scratch); err != nil {
 				t.Fatal(err)
 			}
 			for i := range pos {
@@ -184,10 +186,11 @@ func BenchmarkAttention(b *testing.B) {
 			q := g.f32(randF32(rng, batch*heads*hd), batch, heads*hd)
 			out := g.poisoned(batch, heads*hd)
 			pd, sd := g.i32(pos), g.i32(seq)
+			scratch := g.poisoned(1, AttentionScratch(cache, batch, heads))
 			b.SetBytes(2 * int64(batch) * int64(ctx) * int64(kvdim) * 4)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dev.Attention(cache, q, out, heads, pd, sd); err != nil {
+				if err := dev.Attention(cache, q, out, heads, pd, sd, scratch); err != nil {
 					b.Fatal(err)
 				}
 			}

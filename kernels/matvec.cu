@@ -2,42 +2,65 @@
 // the file stores it) and a batch of B ≤ 64 f32 vectors, dequantizing on the
 // fly with f32 accumulation; and embedding lookup (rows of W by token id).
 //
-// matvec_<TYPE>_<NB>: one warp per row, four rows per block; the lanes of a
-// warp stride over the row's 32-value chunks, so neighbouring lanes read
-// neighbouring bytes. Block column y covers batch columns [NB*y, NB*y+NB).
+// matvec_<TYPE>_<NB>: one warp per row, MV_WARPS rows per block; lane l of
+// a warp takes chunk l of each tile of 32 chunks, so a warp reads a
+// contiguous stretch of the row. Grid (B/NB, rows/MV_WARPS): block x covers
+// batch columns [NB*x, NB*x+NB), and the blocks reading the same rows for
+// different columns run together, so the weights come from L2 after the
+// first.
 #include "quant.cuh"
 
-#define MV_WARPS 4
+#define MV_WARPS 8  // rows (warps) per block
+#define MV_TILE 32  // chunks per tile: one per lane
+#define MV_PAD 36   // floats per chunk in shared memory: 32 + 4, so lanes' 16-byte reads miss each other's banks
 
+// The block's warps walk the row in tiles of 32 chunks, one per lane. Each
+// tile of x (NB columns × 1024 values) is staged in shared memory with
+// coalesced 16-byte loads, once for the block's 8 rows.
 template <int T, int NB>
 __device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const float *__restrict__ x,
                                        float *__restrict__ y, int rows, int cols, long long rowBytes, int B) {
+  __shared__ float4 xs4[NB * MV_TILE * MV_PAD / 4];
+  float *xs = (float *)xs4;
   const int lane = threadIdx.x & 31;
-  const int r = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-  if (r >= rows) return;
-  const int b0 = blockIdx.y * NB;
-  const uint8_t *row = W + (size_t)r * rowBytes;
+  const int r = blockIdx.y * MV_WARPS + (threadIdx.x >> 5);
+  const bool active = r < rows;
+  const int b0 = blockIdx.x * NB;
+  const int nb = min(NB, B - b0);
+  const uint8_t *row = W + (size_t)(active ? r : 0) * rowBytes;
   float acc[NB];
 #pragma unroll
   for (int b = 0; b < NB; b++) acc[b] = 0.f;
   const int chunks = cols >> 5;
-  for (int c = lane; c < chunks; c += 32) {
-    float w[32];
-    Chunk<T>::load(row, c, w);
+  for (int c0 = 0; c0 < chunks; c0 += MV_TILE) {
+    const int tile = min(MV_TILE, chunks - c0);
+    const int n4 = tile * 8; // float4s per column in this tile
+    __syncthreads();
+    for (int i = threadIdx.x; i < nb * n4; i += blockDim.x) {
+      const int b = i / n4, j = i - b * n4;
+      const float4 v = __ldg((const float4 *)(x + (size_t)(b0 + b) * cols + (size_t)c0 * 32) + j);
+      *(float4 *)(xs + (b * MV_TILE + (j >> 3)) * MV_PAD + 4 * (j & 7)) = v;
+    }
+    __syncthreads();
+    if (active && lane < tile) {
+      float w[32];
+      Chunk<T>::load(row, c0 + lane, w);
 #pragma unroll
-    for (int b = 0; b < NB; b++) {
-      if (b0 + b < B) {
-        const float4 *xp = (const float4 *)(x + (size_t)(b0 + b) * cols + (size_t)c * 32);
-        float s = 0.f;
+      for (int b = 0; b < NB; b++) {
+        if (b < nb) {
+          const float4 *xp = (const float4 *)(xs + (b * MV_TILE + lane) * MV_PAD);
+          float s = 0.f;
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-          float4 v = __ldg(xp + i);
-          s += w[4 * i] * v.x + w[4 * i + 1] * v.y + w[4 * i + 2] * v.z + w[4 * i + 3] * v.w;
+          for (int i = 0; i < 8; i++) {
+            const float4 v = xp[i];
+            s += w[4 * i] * v.x + w[4 * i + 1] * v.y + w[4 * i + 2] * v.z + w[4 * i + 3] * v.w;
+          }
+          acc[b] += s;
         }
-        acc[b] += s;
       }
     }
   }
+  if (!active) return;
 #pragma unroll
   for (int b = 0; b < NB; b++) {
 #pragma unroll
@@ -45,7 +68,7 @@ __device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const floa
   }
 #pragma unroll
   for (int b = 0; b < NB; b++) {
-    if (lane == b && b0 + b < B) y[(size_t)(b0 + b) * rows + r] = acc[b];
+    if (lane == b && b < nb) y[(size_t)(b0 + b) * rows + r] = acc[b];
   }
 }
 
@@ -88,9 +111,9 @@ template <int T, int NB>
 __device__ __forceinline__ void matvec_elem(const uint8_t *__restrict__ W, const float *__restrict__ x,
                                             float *__restrict__ y, int rows, int cols, long long rowBytes, int B) {
   const int lane = threadIdx.x & 31;
-  const int r = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+  const int r = blockIdx.y * MV_WARPS + (threadIdx.x >> 5);
   if (r >= rows) return;
-  const int b0 = blockIdx.y * NB;
+  const int b0 = blockIdx.x * NB;
   const uint8_t *row = W + (size_t)r * rowBytes;
   float acc[NB];
 #pragma unroll

@@ -19,6 +19,9 @@ var matvecTypes = []gguf.Type{
 	gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 }
 
+// matvecWarps is MV_WARPS in matvec.cu: rows per block, one per warp.
+const matvecWarps = 8
+
 // matvecTiles are the batch-column tiles compiled per type (NB in matvec.cu).
 var matvecTiles = []int{1, 2, 4, 8}
 
@@ -85,6 +88,9 @@ func (d *Device) MatVec(w DevMatrix, x, y DevF32) error {
 		return fmt.Errorf("kernels: matvec: W %d×%d, x %d×%d, y %d×%d: want x B×%d, y B×%d, 1 ≤ B ≤ %d",
 			w.Rows, w.Cols, x.Rows, x.Cols, y.Rows, y.Cols, w.Cols, w.Rows, MaxBatch)
 	}
+	if ceilDiv(w.Rows, matvecWarps) > 65535 {
+		return fmt.Errorf("kernels: matvec: %d rows: at most %d", w.Rows, 65535*matvecWarps)
+	}
 	b := x.Rows
 	nb := 8
 	switch {
@@ -95,7 +101,7 @@ func (d *Device) MatVec(w DevMatrix, x, y DevF32) error {
 	case b <= 4:
 		nb = 4
 	}
-	return d.launch(kernel+"_"+strconv.Itoa(nb), cuda.Dim3{X: ceilDiv(w.Rows, 4), Y: ceilDiv(b, nb)}, cuda.Dim3{X: 128}, 0,
+	return d.launch(kernel+"_"+strconv.Itoa(nb), cuda.Dim3{X: ceilDiv(b, nb), Y: ceilDiv(w.Rows, matvecWarps)}, cuda.Dim3{X: 32 * matvecWarps}, 0,
 		cuda.P(w.Ptr), cuda.P(x.Ptr), cuda.P(y.Ptr), cuda.I(w.Rows), cuda.I(w.Cols), cuda.Arg(rb), cuda.I(b))
 }
 

@@ -52,14 +52,22 @@ static __device__ __forceinline__ void load32bytes_a16(const uint8_t *p, uint8_t
   bytes16(ld128(p + 16), b + 16);
 }
 
-// k4scale is the 6-bit scale and min of sub-block j of a Q4_K/Q5_K block.
-static __device__ __forceinline__ void k4scale(const uint8_t *s, int j, float *sc, float *m) {
+// byte_of is byte k (0..15, known only at run time) of a 16-byte vector,
+// picked with selects so the vector stays in registers.
+static __device__ __forceinline__ uint32_t byte_of(uint4 v, int k) {
+  const uint32_t w = k < 8 ? (k < 4 ? v.x : v.y) : (k < 12 ? v.z : v.w);
+  return (w >> (8 * (k & 3))) & 0xFF;
+}
+
+// k4scale_hdr is the 6-bit scale and min of sub-block j (0..7) from the first 16 bytes of a Q4_K/Q5_K block
+// (d, dmin, scales) held in a vector.
+static __device__ __forceinline__ void k4scale_hdr(uint4 h, int j, float *sc, float *m) {
   if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
+    *sc = byte_of(h, 4 + j) & 63;
+    *m = byte_of(h, 8 + j) & 63;
   } else {
-    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    *sc = (byte_of(h, 8 + j) & 0xF) | ((byte_of(h, j) >> 6) << 4);
+    *m = (byte_of(h, 8 + j) >> 4) | ((byte_of(h, 4 + j) >> 6) << 4);
   }
 }
 
@@ -262,11 +270,10 @@ template <> struct Chunk<T_Q4_K> {
   static __device__ __forceinline__ void load(const uint8_t *row, int c, float *w) {
     const uint8_t *b = row + (size_t)(c >> 3) * 144;
     int s = c & 7;
-    uint8_t hdr[16];
-    bytes16(ld128(b), hdr);
-    float d = h2f(hdr[0] | (hdr[1] << 8)), dmin = h2f(hdr[2] | (hdr[3] << 8));
+    const uint4 hdr = ld128(b);
+    float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
-    k4scale(hdr + 4, s, &sc, &m);
+    k4scale_hdr(hdr, s, &sc, &m);
     float dl = d * sc, ml = dmin * m;
     uint8_t q[32];
     load32bytes_a16(b + 16 + 32 * (s >> 1), q);
@@ -282,11 +289,10 @@ template <> struct Chunk<T_Q5_K> {
   static __device__ __forceinline__ void load(const uint8_t *row, int c, float *w) {
     const uint8_t *b = row + (size_t)(c >> 3) * 176;
     int s = c & 7;
-    uint8_t hdr[16];
-    bytes16(ld128(b), hdr);
-    float d = h2f(hdr[0] | (hdr[1] << 8)), dmin = h2f(hdr[2] | (hdr[3] << 8));
+    const uint4 hdr = ld128(b);
+    float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
-    k4scale(hdr + 4, s, &sc, &m);
+    k4scale_hdr(hdr, s, &sc, &m);
     float dl = d * sc, ml = dmin * m;
     uint8_t q[32], qh[32];
     load32bytes_a16(b + 48 + 32 * (s >> 1), q);

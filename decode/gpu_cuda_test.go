@@ -51,7 +51,7 @@ func openGPU(t testing.TB, m *model.Model, opts GPUOptions) *GPUEngine {
 // both compute in f32 from exactly dequantized weights for float types; the
 // CPU rounds activations to 8 bits before quantized dot products.
 func gpuCPUTolerance(name string) float64 {
-	for _, s := range []string{"-F32", "-F16", "-BF16"} {
+	for _, s := range []string{"F32", "F16", "BF16"} {
 		if strings.HasSuffix(name, s) {
 			return 1e-5
 		}
@@ -105,6 +105,34 @@ func maxAbsDiff(a, b []float32) float64 {
 		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
 	}
 	return d
+}
+
+// TestGPUSynthArchs compares the GPU and CPU engines on synthetic tiny
+// models of each architecture: llama with llama3 rope frequency factors,
+// qwen2 with Q/K/V biases, qwen3 with Q/K norms, in F32 and Q8_0 weights.
+func TestGPUSynthArchs(t *testing.T) {
+	for _, arch := range synth.Arches {
+		for _, ft := range []string{"F32", "Q8_0"} {
+			t.Run(arch+"/"+ft, func(t *testing.T) {
+				m := synthModel(t, arch, "tiny", ft, false)
+				cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				tokens := []int32{1, 5, 77, 200, 13, 260, 42, 99, 3}
+				want := forwardAll(t, cpu, tokens, 0)
+				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: true})
+				got := forwardAll(t, e, tokens, 0)
+				tol := gpuCPUTolerance(ft)
+				err2 := nmse(got, want)
+				t.Logf("NMSE vs CPU engine %.3g (tolerance %.0e)", err2, tol)
+				if !(err2 <= tol) {
+					t.Errorf("NMSE vs CPU engine %.3g exceeds %.0e", err2, tol)
+				}
+			})
+		}
+	}
 }
 
 // TestGPUStepwise feeds the golden tokens one per step (a graph replayed
@@ -205,16 +233,17 @@ func TestGPUErrors(t *testing.T) {
 	}
 }
 
-// synthModel writes a synthetic model in memory (the llama-bpe vocabulary
-// when the shared data has it) and loads it.
-func synthModel(b *testing.B, arch, shape, fileType string) *model.Model {
+// synthModel writes a synthetic model in memory and loads it; with
+// bigVocab, it takes the 128256-token llama-bpe vocabulary when the shared
+// data has it (the output matrix of Llama 3), else the 261-token built-in.
+func synthModel(b testing.TB, arch, shape, fileType string, bigVocab bool) *model.Model {
 	b.Helper()
 	cfg, err := synth.Shape(arch, shape)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts := synth.Options{Config: cfg, FileType: fileType, Seed: 1}
-	if d, err := shared.Dir(); err == nil {
+	if d, err := shared.Dir(); err == nil && bigVocab {
 		if v, err := gguf.Open(filepath.Join(d, "vocab/ggml-vocab-llama-bpe.gguf")); err == nil {
 			defer v.Close()
 			opts.Vocab = v
@@ -252,7 +281,7 @@ func BenchmarkGPUDecode(b *testing.B) {
 		if len(parts) != 3 {
 			b.Fatalf("LLMSERVE_BENCH_MODELS entry %q: want arch/shape/type", ms)
 		}
-		m := synthModel(b, parts[0], parts[1], parts[2])
+		m := synthModel(b, parts[0], parts[1], parts[2], true)
 		for _, graphs := range []bool{true, false} {
 			for _, batch := range []int{1, 4, 16, 64} {
 				if !graphs && batch > 1 {

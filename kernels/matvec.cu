@@ -2,9 +2,9 @@
 // the file stores it) and a batch of B ≤ 64 f32 vectors, dequantizing on the
 // fly with f32 accumulation; and embedding lookup (rows of W by token id).
 //
-// matvec_<TYPE>_<NB>: one warp per row, MV_WARPS rows per block; lane l of
-// a warp takes chunk l of each tile of 32 chunks, so a warp reads a
-// contiguous stretch of the row. Grid (B/NB, rows/MV_WARPS): block x covers
+// matvec_<TYPE>_<NB>: MV_ROWS(NB) rows per warp, MV_WARPS warps per block;
+// lane l of a warp takes chunk l of each tile of 32 chunks, so a warp reads
+// a contiguous stretch of the row. Grid (B/NB, rows/(MV_WARPS*MV_ROWS)): block x covers
 // batch columns [NB*x, NB*x+NB), and the blocks reading the same rows for
 // different columns run together, so the weights come from L2 after the
 // first.
@@ -13,24 +13,26 @@
 #define MV_WARPS 8  // rows (warps) per block
 #define MV_TILE 32  // chunks per tile: one per lane
 #define MV_PAD 36   // floats per chunk in shared memory: 32 + 4, so lanes' 16-byte reads miss each other's banks
+#define MV_ROWS(NB) ((NB) >= 4 ? 2 : 1) // rows per warp: 2 once x is read for several columns
 
-// The block's warps walk the row in tiles of 32 chunks, one per lane. Each
-// tile of x (NB columns × 1024 values) is staged in shared memory with
-// coalesced 16-byte loads, once for the block's 8 rows.
-template <int T, int NB>
+// The block's warps walk their rows in tiles of 32 chunks, one per lane.
+// Each tile of x (NB columns × 1024 values) is staged in shared memory with
+// coalesced 16-byte loads, once for the block's MV_WARPS*R rows; each warp
+// takes R rows, so every value of x read from shared memory serves R rows.
+template <int T, int NB, int R>
 __device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const float *__restrict__ x,
                                        float *__restrict__ y, int rows, int cols, long long rowBytes, int B) {
   __shared__ float4 xs4[NB * MV_TILE * MV_PAD / 4];
   float *xs = (float *)xs4;
   const int lane = threadIdx.x & 31;
-  const int r = blockIdx.y * MV_WARPS + (threadIdx.x >> 5);
-  const bool active = r < rows;
+  const int r0 = (blockIdx.y * MV_WARPS + (threadIdx.x >> 5)) * R;
   const int b0 = blockIdx.x * NB;
   const int nb = min(NB, B - b0);
-  const uint8_t *row = W + (size_t)(active ? r : 0) * rowBytes;
-  float acc[NB];
+  float acc[R][NB];
 #pragma unroll
-  for (int b = 0; b < NB; b++) acc[b] = 0.f;
+  for (int k = 0; k < R; k++)
+#pragma unroll
+    for (int b = 0; b < NB; b++) acc[k][b] = 0.f;
   const int chunks = cols >> 5;
   for (int c0 = 0; c0 < chunks; c0 += MV_TILE) {
     const int tile = min(MV_TILE, chunks - c0);
@@ -42,33 +44,49 @@ __device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const floa
       *(float4 *)(xs + (b * MV_TILE + (j >> 3)) * MV_PAD + 4 * (j & 7)) = v;
     }
     __syncthreads();
-    if (active && lane < tile) {
-      float w[32];
-      Chunk<T>::load(row, c0 + lane, w);
+    if (r0 < rows && lane < tile) {
+      float w[R][32];
+#pragma unroll
+      for (int k = 0; k < R; k++) {
+        if (r0 + k < rows) {
+          Chunk<T>::load(W + (size_t)(r0 + k) * rowBytes, c0 + lane, w[k]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 32; i++) w[k][i] = 0.f;
+        }
+      }
 #pragma unroll
       for (int b = 0; b < NB; b++) {
         if (b < nb) {
           const float4 *xp = (const float4 *)(xs + (b * MV_TILE + lane) * MV_PAD);
-          float s = 0.f;
+          float s[R];
+#pragma unroll
+          for (int k = 0; k < R; k++) s[k] = 0.f;
 #pragma unroll
           for (int i = 0; i < 8; i++) {
             const float4 v = xp[i];
-            s += w[4 * i] * v.x + w[4 * i + 1] * v.y + w[4 * i + 2] * v.z + w[4 * i + 3] * v.w;
+#pragma unroll
+            for (int k = 0; k < R; k++)
+              s[k] += w[k][4 * i] * v.x + w[k][4 * i + 1] * v.y + w[k][4 * i + 2] * v.z + w[k][4 * i + 3] * v.w;
           }
-          acc[b] += s;
+#pragma unroll
+          for (int k = 0; k < R; k++) acc[k][b] += s[k];
         }
       }
     }
   }
-  if (!active) return;
 #pragma unroll
-  for (int b = 0; b < NB; b++) {
+  for (int k = 0; k < R; k++) {
+    if (r0 + k >= rows) break;
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) acc[b] += __shfl_xor_sync(0xffffffffu, acc[b], off);
-  }
+    for (int b = 0; b < NB; b++) {
 #pragma unroll
-  for (int b = 0; b < NB; b++) {
-    if (lane == b && b < nb) y[(size_t)(b0 + b) * rows + r] = acc[b];
+      for (int off = 16; off > 0; off >>= 1) acc[k][b] += __shfl_xor_sync(0xffffffffu, acc[k][b], off);
+    }
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+      if (lane == b && b < nb) y[(size_t)(b0 + b) * rows + r0 + k] = acc[k][b];
+    }
   }
 }
 
@@ -161,7 +179,7 @@ ELEM_TYPE(BF16, T_BF16)
   extern "C" __global__ void __launch_bounds__(32 * MV_WARPS)                                        \
       matvec_##NAME##_##NB(const uint8_t *W, const float *x, float *y, int rows, int cols,           \
                            long long rowBytes, int B) {                                              \
-    matvec<T, NB>(W, x, y, rows, cols, rowBytes, B);                                                 \
+    matvec<T, NB, MV_ROWS(NB)>(W, x, y, rows, cols, rowBytes, B);                                                 \
   }
 
 #define TYPE(NAME, T)                                                                                \

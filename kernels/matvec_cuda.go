@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"llmserve/gguf"
 	"llmserve/internal/cuda"
@@ -21,6 +22,15 @@ var matvecTypes = []gguf.Type{
 
 // matvecWarps is MV_WARPS in matvec.cu: rows per block, one per warp.
 const matvecWarps = 8
+
+// rowsPerWarp is MV_ROWS(NB) in matvec.cu for the chunked kernels; the
+// value-by-value ones take one row per warp.
+func rowsPerWarp(kernel string, nb int) int {
+	if nb >= 4 && !strings.Contains(kernel, "_elem_") {
+		return 2
+	}
+	return 1
+}
 
 // matvecTiles are the batch-column tiles compiled per type (NB in matvec.cu).
 var matvecTiles = []int{1, 2, 4, 8}
@@ -101,7 +111,7 @@ func (d *Device) MatVec(w DevMatrix, x, y DevF32) error {
 	case b <= 4:
 		nb = 4
 	}
-	return d.launch(kernel+"_"+strconv.Itoa(nb), cuda.Dim3{X: ceilDiv(b, nb), Y: ceilDiv(w.Rows, matvecWarps)}, cuda.Dim3{X: 32 * matvecWarps}, 0,
+	return d.launch(kernel+"_"+strconv.Itoa(nb), cuda.Dim3{X: ceilDiv(b, nb), Y: ceilDiv(w.Rows, matvecWarps*rowsPerWarp(kernel, nb))}, cuda.Dim3{X: 32 * matvecWarps}, 0,
 		cuda.P(w.Ptr), cuda.P(x.Ptr), cuda.P(y.Ptr), cuda.I(w.Rows), cuda.I(w.Cols), cuda.Arg(rb), cuda.I(b))
 }
 

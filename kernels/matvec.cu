@@ -37,12 +37,6 @@ __device__ __forceinline__ void matvec(const uint8_t *__restrict__ W, const floa
   for (int c0 = 0; c0 < chunks; c0 += MV_TILE) {
     const int tile = min(MV_TILE, chunks - c0);
     const int n4 = tile * 8; // float4s per column in this tile
-    // Start the weight fetch now, so that it overlaps the staging of x.
-    if (lane < tile) {
-#pragma unroll
-      for (int k = 0; k < R; k++)
-        if (r0 + k < rows) prefetch_chunk<T>(W + (size_t)(r0 + k) * rowBytes, c0 + lane);
-    }
     __syncthreads();
     for (int i = threadIdx.x; i < nb * n4; i += blockDim.x) {
       const int b = i / n4, j = i - b * n4;

@@ -78,30 +78,6 @@ static __device__ __forceinline__ void k4scale_hdr(uint4 h, int j, float *sc, fl
   }
 }
 
-// Geometry of one stored block: values and bytes.
-template <int T> struct Block;
-template <> struct Block<T_F32> { enum { values = 32, bytes = 128 }; };
-template <> struct Block<T_F16> { enum { values = 32, bytes = 64 }; };
-template <> struct Block<T_BF16> { enum { values = 32, bytes = 64 }; };
-template <> struct Block<T_Q8_0> { enum { values = 32, bytes = 34 }; };
-template <> struct Block<T_Q4_0> { enum { values = 32, bytes = 18 }; };
-template <> struct Block<T_Q4_1> { enum { values = 32, bytes = 20 }; };
-template <> struct Block<T_Q5_0> { enum { values = 32, bytes = 22 }; };
-template <> struct Block<T_Q5_1> { enum { values = 32, bytes = 24 }; };
-template <> struct Block<T_Q2_K> { enum { values = 256, bytes = 84 }; };
-template <> struct Block<T_Q3_K> { enum { values = 256, bytes = 110 }; };
-template <> struct Block<T_Q4_K> { enum { values = 256, bytes = 144 }; };
-template <> struct Block<T_Q5_K> { enum { values = 256, bytes = 176 }; };
-template <> struct Block<T_Q6_K> { enum { values = 256, bytes = 210 }; };
-
-// prefetch_chunk asks for the cache lines of the block holding chunk c of a
-// row, so that the loads of Chunk<T>::load find them on chip.
-template <int T> static __device__ __forceinline__ void prefetch_chunk(const uint8_t *row, int c) {
-  const uint8_t *b = row + (size_t)(c / (Block<T>::values / 32)) * Block<T>::bytes;
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(b));
-  if (((uintptr_t)b & 127) + Block<T>::bytes > 128) asm volatile("prefetch.global.L1 [%0];" ::"l"(b + Block<T>::bytes - 1));
-}
-
 template <int T> struct Chunk;
 
 template <> struct Chunk<T_F32> {

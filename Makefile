@@ -6,7 +6,7 @@ MODEL   ?=
 PORT    ?= 8080
 SHARED  ?= ../shared
 
-.PHONY: build test test-short run bench-cpu fuzz vet clean
+.PHONY: build test test-short run bench-cpu fuzz vet clean check-cuda e2e
 
 build:
 	$(GO) build -o $(BIN) ./cmd/llmserve
@@ -35,6 +35,18 @@ run: build
 # bench-cpu measures pp512/tg128 on synthetic Llama-3.2-1B-shaped models (THREADS=2).
 bench-cpu:
 	scripts/bench-cpu.sh
+
+# check-cuda compiles every cuda-tagged package and test (needs the CUDA
+# toolkit's headers and libcuda, not a GPU) and checks that the committed
+# kernel binaries match kernels/*.cu.
+check-cuda:
+	$(GO) vet -tags cuda ./...
+	scripts/gpu-fatbin-check.sh
+
+# e2e serves ../shared/models/stories260K.gguf and drives it with curl and the
+# official openai npm client (also part of make test).
+e2e:
+	scripts/e2e.sh
 
 fuzz:
 	$(GO) test ./gguf -run '^$$' -fuzz FuzzParse -fuzztime 60s

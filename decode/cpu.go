@@ -356,16 +356,9 @@ func (e *CPUEngine) attention(l int, b *Batch) {
 				clear(out)
 				for p := 0; p < nPos; p++ {
 					at := base + p*e.kvDim
-					axpy(out, scores[p], vc[at:at+hd])
+					kernels.Axpy(out, scores[p], vc[at:at+hd])
 				}
 			}
 		}
 	})
-}
-
-// axpy adds a*x to y.
-func axpy(y []float32, a float32, x []float32) {
-	for i := range y {
-		y[i] += a * x[i]
-	}
 }

@@ -199,19 +199,7 @@ func (s *Sampler) sampleRandom() int32 {
 		sorted = true
 	}
 	if s.p.TopP > 0 && s.p.TopP < 1 {
-		if !sorted {
-			slices.SortFunc(c, byLogitDesc)
-			sorted = true
-		}
-		softmax(c, 1)
-		var cum float32
-		for i := range c {
-			cum += c[i].p
-			if cum >= s.p.TopP {
-				c = c[:i+1]
-				break
-			}
-		}
+		c = topP(c, s.p.TopP, sorted)
 	}
 	if s.p.MinP > 0 {
 		maxLogit := c[argmaxIndex(c)].logit
@@ -242,6 +230,38 @@ func (s *Sampler) sampleRandom() int32 {
 		}
 	}
 	return c[0].id
+}
+
+// topPPrefix is how many candidates topP sorts before it falls back to
+// sorting them all.
+const topPPrefix = 256
+
+// topP keeps the smallest set of best candidates whose probability (at
+// temperature 1, over all of c) reaches p, best first. Unless c is already
+// sorted, it sorts only the best topPPrefix when they reach p, which they
+// usually do.
+func topP(c []candidate, p float32, sorted bool) []candidate {
+	softmax(c, 1)
+	if !sorted {
+		k := min(len(c), topPPrefix)
+		selectTop(c, k)
+		slices.SortFunc(c[:k], byLogitDesc)
+		var mass float32
+		for _, x := range c[:k] {
+			mass += x.p
+		}
+		if mass < p {
+			slices.SortFunc(c, byLogitDesc)
+		}
+	}
+	var cum float32
+	for i := range c {
+		cum += c[i].p
+		if cum >= p {
+			return c[:i+1]
+		}
+	}
+	return c
 }
 
 // topLogprobs fills s.top with the TopLogprobs best tokens of logits, best
@@ -285,44 +305,38 @@ func byLogitDesc(a, b candidate) int {
 	return int(a.id - b.id)
 }
 
-// selectTop moves the k best candidates (by byLogitDesc) into c[:k], in no
-// particular order, by quickselect with a median-of-three pivot.
+// selectTop moves the k best candidates (by byLogitDesc) into c[:k], in
+// no particular order. c[:k] is kept as a heap whose root is the worst of
+// the best so far, so most candidates cost one comparison.
 func selectTop(c []candidate, k int) {
-	lo, hi := 0, len(c)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if byLogitDesc(c[mid], c[lo]) < 0 {
-			c[mid], c[lo] = c[lo], c[mid]
+	h := c[:k]
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for i := k; i < len(c); i++ {
+		if byLogitDesc(c[i], h[0]) < 0 {
+			h[0], c[i] = c[i], h[0]
+			siftDown(h, 0)
 		}
-		if byLogitDesc(c[hi], c[lo]) < 0 {
-			c[hi], c[lo] = c[lo], c[hi]
+	}
+}
+
+// siftDown restores the heap property below i: a parent is never better
+// than its children.
+func siftDown(h []candidate, i int) {
+	for {
+		worst := i
+		if l := 2*i + 1; l < len(h) && byLogitDesc(h[l], h[worst]) > 0 {
+			worst = l
 		}
-		if byLogitDesc(c[hi], c[mid]) < 0 {
-			c[hi], c[mid] = c[mid], c[hi]
+		if r := 2*i + 2; r < len(h) && byLogitDesc(h[r], h[worst]) > 0 {
+			worst = r
 		}
-		pivot := c[mid]
-		i, j := lo, hi
-		for i <= j {
-			for byLogitDesc(c[i], pivot) < 0 {
-				i++
-			}
-			for byLogitDesc(pivot, c[j]) < 0 {
-				j--
-			}
-			if i <= j {
-				c[i], c[j] = c[j], c[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k-1 <= j:
-			hi = j
-		case k-1 >= i:
-			lo = i
-		default:
+		if worst == i {
 			return
 		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
 	}
 }
 

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -214,6 +215,45 @@ func TestSelectTopMatchesSort(t *testing.T) {
 	}
 }
 
+// TestTopPMatchesFullSort compares topP with a cut over a fully sorted
+// copy, for cuts inside and beyond the prefix topP sorts first.
+func TestTopPMatchesFullSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, tt := range []struct {
+		n     int
+		p     float32
+		scale float64
+	}{{50, 0.9, 2}, {2000, 0.5, 3}, {2000, 0.95, 0.2}, {5000, 0.99, 0.01}} {
+		c := make([]candidate, tt.n)
+		for i := range c {
+			c[i] = candidate{id: int32(i), logit: float32(rng.NormFloat64() * tt.scale)}
+		}
+		ref := slices.Clone(c)
+		slices.SortFunc(ref, byLogitDesc)
+		softmax(ref, 1)
+		var cum float32
+		want := ref
+		for i := range ref {
+			cum += ref[i].p
+			if cum >= tt.p {
+				want = ref[:i+1]
+				break
+			}
+		}
+		got := topP(c, tt.p, false)
+		if len(got) != len(want) {
+			t.Errorf("n=%d p=%v: kept %d, want %d", tt.n, tt.p, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			if got[i].id != want[i].id {
+				t.Errorf("n=%d p=%v: candidate %d is %d, want %d", tt.n, tt.p, i, got[i].id, want[i].id)
+				break
+			}
+		}
+	}
+}
+
 func TestSamplerNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	logits := make([]float32, 1000)
@@ -254,10 +294,18 @@ func BenchmarkSampler32k(b *testing.B) {
 	for i := range logits {
 		logits[i] = float32(rng.NormFloat64())
 	}
-	s, _ := NewSampler(SamplerParams{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, PenaltyLastN: 64}, len(logits))
-	b.ReportAllocs()
-	for b.Loop() {
-		got, _ := s.Sample(logits)
-		s.Accept(got.Token)
+	for _, p := range []SamplerParams{
+		{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, PenaltyLastN: 64},
+		{Temperature: 0.8, TopP: 0.9},
+		{},
+	} {
+		b.Run(fmt.Sprintf("k=%d,p=%v,T=%v", p.TopK, p.TopP, p.Temperature), func(b *testing.B) {
+			s, _ := NewSampler(p, len(logits))
+			b.ReportAllocs()
+			for b.Loop() {
+				got, _ := s.Sample(logits)
+				s.Accept(got.Token)
+			}
+		})
 	}
 }

@@ -68,20 +68,21 @@ func (d *decoder) u64(what string) (uint64, error) {
 // count reads a u64 element count and checks that count elements of at
 // least minSize bytes each fit in what remains, so no allocation is ever
 // larger than the file.
-func (d *decoder) count(what string, minSize int) (int, error) {
+// noun names the number in errors ("length", "count").
+func (d *decoder) count(what, noun string, minSize int) (int, error) {
 	at := d.off
 	n, err := d.u64(what)
 	if err != nil {
 		return 0, err
 	}
 	if n > uint64(d.remaining()/minSize) {
-		return 0, fmt.Errorf("at byte %d: %s is %d but only %d bytes remain", at, what, n, d.remaining())
+		return 0, fmt.Errorf("at byte %d: %s: %s %d does not fit the %d bytes that remain", at, what, noun, n, d.remaining())
 	}
 	return int(n), nil
 }
 
 func (d *decoder) str(what string) (string, error) {
-	n, err := d.count(what+" length", 1)
+	n, err := d.count(what, "length", 1)
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +168,7 @@ func (d *decoder) array(what string, depth int) (Array, error) {
 	if minSize == 0 {
 		return Array{}, fmt.Errorf("at byte %d: %s: unknown array element type %d", d.off-4, what, et32)
 	}
-	n, err := d.count(what+" element count", minSize)
+	n, err := d.count(what, "element count", minSize)
 	if err != nil {
 		return Array{}, err
 	}
@@ -176,16 +177,16 @@ func (d *decoder) array(what string, depth int) (Array, error) {
 	case ValueString:
 		s := make([]string, n)
 		for i := range s {
-			if s[i], err = d.str(fmt.Sprintf("%s[%d]", what, i)); err != nil {
-				return Array{}, err
+			if s[i], err = d.str("string length"); err != nil {
+				return Array{}, fmt.Errorf("%s[%d]: %w", what, i, err)
 			}
 		}
 		a.Elems = s
 	case ValueArray:
 		s := make([]Array, n)
 		for i := range s {
-			if s[i], err = d.array(fmt.Sprintf("%s[%d]", what, i), depth+1); err != nil {
-				return Array{}, err
+			if s[i], err = d.array("nested array", depth+1); err != nil {
+				return Array{}, fmt.Errorf("%s[%d]: %w", what, i, err)
 			}
 		}
 		a.Elems = s

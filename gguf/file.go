@@ -84,11 +84,11 @@ func parse(data []byte) (*File, error) {
 		return nil, fmt.Errorf("unsupported GGUF version %d (2 and 3 are supported)", f.Version)
 	}
 	// A tensor info takes at least 8+4+8+4+8 bytes and a metadata entry 8+4+1.
-	nTensors, err := d.count("tensor count", 32)
+	nTensors, err := d.count("header", "tensor count", 32)
 	if err != nil {
 		return nil, err
 	}
-	nKV, err := d.count("metadata count", 13)
+	nKV, err := d.count("header", "metadata count", 13)
 	if err != nil {
 		return nil, err
 	}

@@ -9,12 +9,9 @@ import (
 	"math/bits"
 )
 
-// maxDims and maxNameLen are ggml's GGML_MAX_DIMS and GGML_MAX_NAME - 1: a
-// file that exceeds them does not load in llama.cpp.
-const (
-	maxDims    = MaxDims
-	maxNameLen = 63
-)
+// maxNameLen is ggml's GGML_MAX_NAME - 1: a file with a longer tensor name
+// does not load in llama.cpp.
+const maxNameLen = 63
 
 // Writer writes a GGUF version 3 file in one pass, without seeking and
 // without holding tensor data.
@@ -141,8 +138,8 @@ func tensorSize(name string, typ Type, dims []int64) (int64, error) {
 	if !typ.Known() {
 		return 0, fmt.Errorf("gguf: tensor %q: unknown type %d", name, uint32(typ))
 	}
-	if len(dims) == 0 || len(dims) > maxDims {
-		return 0, fmt.Errorf("gguf: tensor %q: %d dimensions, want 1 to %d", name, len(dims), maxDims)
+	if len(dims) == 0 || len(dims) > MaxDims {
+		return 0, fmt.Errorf("gguf: tensor %q: %d dimensions, want 1 to %d", name, len(dims), MaxDims)
 	}
 	for i, d := range dims {
 		if d <= 0 {

@@ -130,7 +130,7 @@ func quantizeBlock(x []float32, q []int8) (float32, int) {
 	id := 127 / amax
 	sum := 0
 	for i, v := range x {
-		n := min(max(int(math.Round(float64(v*id))), -127), 127)
+		n := min(max(int(math.RoundToEven(float64(v*id))), -127), 127)
 		q[i] = int8(n)
 		sum += n
 	}

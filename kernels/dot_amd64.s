@@ -2,6 +2,11 @@
 
 // AVX2 + FMA + F16C dot products. Every function returns one float32 and
 // leaves the upper halves of the vector registers clean (VZEROUPPER).
+//
+// The loops prefetch the weights 2 KiB ahead: the hardware prefetchers stop
+// at each 4 KiB page, and a decode step streams every weight from memory
+// once. Measured on the whole-token benchmark, 2-3 KiB ahead was ~30%
+// faster than none, 512 B and 4 KiB less so.
 
 // HSUM_Y0 adds the eight floats of Y0 into X0's lowest lane.
 #define HSUM_Y0 \
@@ -23,6 +28,8 @@ TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
 f32loop32:
 	CMPQ CX, $32
 	JL   f32loop8
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
 	VMOVUPS     (SI), Y4
 	VMOVUPS     32(SI), Y5
 	VMOVUPS     64(SI), Y6
@@ -80,6 +87,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 f16loop32:
 	CMPQ CX, $32
 	JL   f16loop8
+	PREFETCHT0 2048(SI)
 	VCVTPH2PS   (SI), Y4
 	VCVTPH2PS   16(SI), Y5
 	VCVTPH2PS   32(SI), Y6
@@ -159,6 +167,8 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 q8loop2:
 	CMPQ CX, $2
 	JL   q8tail
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2080(SI)
 	Q8_0_BLOCK(0, 0, 0, Y0)
 	Q8_0_BLOCK(34, 32, 4, Y7)
 	ADDQ $68, SI
@@ -198,6 +208,9 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $16-44
 	VPBROADCASTD X14, Y14
 
 q4kloop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2096(SI)
+	PREFETCHT0 2144(SI)
 	// Unpack the scales (bytes sc0..sc7) into AX and minimums into R12:
 	// u0 = s[0:4], u1 = s[4:8], u2 = s[8:12];
 	// sc0..3 = u0 & 0x3f, sc4..7 = (u2 & 0x0f) | (u0>>6 & 3)<<4,
@@ -312,6 +325,11 @@ TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $32-44
 	VPBROADCASTD X13, Y13
 
 q6kloop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2096(SI)
+	PREFETCHT0 2144(SI)
+	PREFETCHT0 2192(SI)
+	PREFETCHT0 2240(SI)
 	VPMOVSXBW 192(SI), Y6
 	VMOVDQU   Y6, 0(SP) // sc0..15 as int16
 	VPMADDWD  (R9), Y6, Y11
@@ -401,6 +419,9 @@ TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $16-44
 	VPBROADCASTD X13, Y13
 
 q5kloop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
 	// Scales and minimums, packed as in Q4_K.
 	MOVL 4(SI), AX
 	MOVL 8(SI), BX
@@ -594,6 +615,7 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 q40loop2:
 	CMPQ CX, $2
 	JL   q40tail
+	PREFETCHT0 2048(SI)
 	Q4_0_BLOCK(0, 0, 0, Y0)
 	Q4_0_BLOCK(18, 32, 4, Y7)
 	ADDQ $36, SI
@@ -625,6 +647,7 @@ TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 bf16loop16:
 	CMPQ CX, $16
 	JL   bf16loop8
+	PREFETCHT0 2048(SI)
 	VPMOVZXWD   (SI), Y4
 	VPMOVZXWD   16(SI), Y5
 	VPSLLD      $16, Y4, Y4
@@ -676,4 +699,57 @@ TEXT ·cpuidF16C(SB), NOSPLIT, $0-1
 	SHRL  $29, CX
 	ANDL  $1, CX
 	MOVB  CX, ret+0(FP)
+	RET
+
+// func axpyAVX2(y *float32, a float32, x *float32, n int)
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+
+axpyloop32:
+	CMPQ CX, $32
+	JL   axpyloop8
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VMOVUPS     64(DI), Y2
+	VMOVUPS     96(DI), Y3
+	VFMADD231PS (SI), Y15, Y0
+	VFMADD231PS 32(SI), Y15, Y1
+	VFMADD231PS 64(SI), Y15, Y2
+	VFMADD231PS 96(SI), Y15, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         axpyloop32
+
+axpyloop8:
+	CMPQ CX, $8
+	JL   axpytail
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         axpyloop8
+
+axpytail:
+	TESTQ CX, CX
+	JZ    axpydone
+	VMOVSS      (DI), X0
+	VFMADD231SS (SI), X15, X0
+	VMOVSS      X0, (DI)
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         axpytail
+
+axpydone:
+	VZEROUPPER
 	RET

@@ -44,11 +44,24 @@ func (j *matMulJob) quantize(lo, hi int) {
 
 // run computes weight rows [lo, hi) for every activation row, a tile of
 // rowTile weight rows at a time so the tile stays in cache across them.
+// Where the type has a four-row kernel, activation rows go four at a time
+// through each weight row.
 func (j *matMulJob) run(lo, hi int) {
-	dot, data, rb, rows := j.k.dot, j.data, j.rb, j.rows
+	dot, dot4, data, rb, rows := j.k.dot, j.k.dot4, j.data, j.rb, j.rows
 	for t := lo; t < hi; t += rowTile {
 		te := min(t+rowTile, hi)
-		for i := range j.acts {
+		i := 0
+		if dot4 != nil {
+			for ; i+4 <= len(j.acts); i += 4 {
+				a := j.acts[i : i+4]
+				for r := t; r < te; r++ {
+					for k, v := range dot4(data[r*rb:(r+1)*rb], a) {
+						j.y[(i+k)*rows+r] = v
+					}
+				}
+			}
+		}
+		for ; i < len(j.acts); i++ {
 			a := &j.acts[i]
 			yi := j.y[i*rows : (i+1)*rows]
 			for r := t; r < te; r++ {

@@ -52,6 +52,7 @@ func matShapes(t gguf.Type) [][3]int {
 		{1, c, 1},
 		{67, 2 * c, 1},
 		{35, 3 * c, 5},
+		{19, 2 * c, 8},
 		{130, max(512, 2*c), 2},
 	}
 }
@@ -207,7 +208,7 @@ func TestKernelSetsAgree(t *testing.T) {
 	ref := kernelSets[len(kernelSets)-1]
 	for _, ks := range kernelSets[:len(kernelSets)-1] {
 		for _, typ := range matTypes {
-			rows, cols, n := 37, 4*max(256, typ.BlockSize()), 3
+			rows, cols, n := 37, 4*max(256, typ.BlockSize()), 6
 			w := randMatrix(t, rng, typ, rows, cols)
 			x := randVec(rng, n*cols)
 			got, want := make([]float32, n*rows), make([]float32, n*rows)

@@ -158,3 +158,21 @@ func TestDot(t *testing.T) {
 		}
 	}
 }
+
+func TestAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, ks := range kernelSets {
+		for _, n := range []int{0, 1, 7, 8, 31, 64, 100, 4099} {
+			y, x := randVec(rng, n), randVec(rng, n+2)
+			a := float32(rng.NormFloat64())
+			want := make([]float64, n)
+			for i := range want {
+				want[i] = float64(y[i]) + float64(a)*float64(x[i])
+			}
+			ks.axpy(y, a, x)
+			if e := nmse(y, want); e > 1e-13 {
+				t.Errorf("%s n=%d: NMSE %.3g", ks.name, n, e)
+			}
+		}
+	}
+}

@@ -6,10 +6,15 @@ import "llmserve/gguf"
 // activation row.
 type rowDot func(w []byte, x *actRow) float32
 
+// rowDot4 is the dot product of one weight row with four consecutive
+// activation rows of one actBuf, a[0..3].
+type rowDot4 func(w []byte, a []actRow) [4]float32
+
 // typeKernel is how MatMul handles one weight type.
 type typeKernel struct {
-	act actKind
-	dot rowDot
+	act  actKind
+	dot  rowDot
+	dot4 rowDot4 // nil where there is no four-row kernel
 }
 
 // kernelSet maps every supported weight type to its kernel. Two sets exist:
@@ -17,28 +22,30 @@ type typeKernel struct {
 type kernelSet struct {
 	name  string
 	types map[gguf.Type]typeKernel
-	dot   func(a, b []float32) float32 // Dot
+	dot   func(a, b []float32) float32              // Dot
+	axpy  func(y []float32, a float32, x []float32) // Axpy
 }
 
 func portableKernels() *kernelSet {
 	return &kernelSet{
 		name: "go",
 		types: map[gguf.Type]typeKernel{
-			gguf.TypeF32:  {actF32, dotF32Row},
-			gguf.TypeF16:  {actF32, dotF16Row},
-			gguf.TypeBF16: {actF32, dotBF16Row},
-			gguf.TypeQ4_0: {actQ8, dotQ4_0},
-			gguf.TypeQ4_1: {actQ8, dotQ4_1},
-			gguf.TypeQ5_0: {actQ8, dotQ5_0},
-			gguf.TypeQ5_1: {actQ8, dotQ5_1},
-			gguf.TypeQ8_0: {actQ8, dotQ8_0},
-			gguf.TypeQ2_K: {actQ8K, dotQ2_K},
-			gguf.TypeQ3_K: {actQ8K, dotQ3_K},
-			gguf.TypeQ4_K: {actQ8K, dotQ4_K},
-			gguf.TypeQ5_K: {actQ8K, dotQ5_K},
-			gguf.TypeQ6_K: {actQ8K, dotQ6_K},
+			gguf.TypeF32:  {actF32, dotF32Row, nil},
+			gguf.TypeF16:  {actF32, dotF16Row, nil},
+			gguf.TypeBF16: {actF32, dotBF16Row, nil},
+			gguf.TypeQ4_0: {actQ8, dotQ4_0, nil},
+			gguf.TypeQ4_1: {actQ8, dotQ4_1, nil},
+			gguf.TypeQ5_0: {actQ8, dotQ5_0, nil},
+			gguf.TypeQ5_1: {actQ8, dotQ5_1, nil},
+			gguf.TypeQ8_0: {actQ8, dotQ8_0, nil},
+			gguf.TypeQ2_K: {actQ8K, dotQ2_K, nil},
+			gguf.TypeQ3_K: {actQ8K, dotQ3_K, nil},
+			gguf.TypeQ4_K: {actQ8K, dotQ4_K, nil},
+			gguf.TypeQ5_K: {actQ8K, dotQ5_K, nil},
+			gguf.TypeQ6_K: {actQ8K, dotQ6_K, nil},
 		},
-		dot: dotF32Go,
+		dot:  dotF32Go,
+		axpy: axpyGo,
 	}
 }
 

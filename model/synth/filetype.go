@@ -7,89 +7,37 @@ import (
 	"llmserve/gguf"
 )
 
-// fileType is a llama.cpp model file type (llama_ftype): the value of
-// general.file_type and the tensor type most weights get.
-type fileType struct {
-	name  string    // llama.cpp's spelling, e.g. Q4_K_M
-	id    uint32    // general.file_type
-	base  gguf.Type // the type of 2-D weights before the mix rules
-	mixed bool      // quantized: llama.cpp's per-tensor rules apply
-}
+// FileTypes lists the accepted file type names: llama.cpp's (F32, F16,
+// BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K...), as gguf's quantization mixes
+// know them.
+func FileTypes() []string { return gguf.MixNames() }
 
-// fileTypes are the file types synth writes.
-var fileTypes = []fileType{
-	{"F32", 0, gguf.TypeF32, false},
-	{"F16", 1, gguf.TypeF16, false},
-	{"Q4_0", 2, gguf.TypeQ4_0, true},
-	{"Q8_0", 7, gguf.TypeQ8_0, true},
-	{"Q4_K_M", 15, gguf.TypeQ4_K, true},
-	{"Q5_K_M", 17, gguf.TypeQ5_K, true},
-	{"Q6_K", 18, gguf.TypeQ6_K, true},
-	{"BF16", 32, gguf.TypeBF16, false},
-}
-
-// FileTypes lists the accepted --type names.
-func FileTypes() []string {
-	names := make([]string, len(fileTypes))
-	for i, ft := range fileTypes {
-		names[i] = ft.name
-	}
-	return names
-}
-
-// parseFileType returns the file type named s (case-insensitive).
-func parseFileType(s string) (fileType, error) {
-	for _, ft := range fileTypes {
-		if strings.EqualFold(ft.name, s) {
-			return ft, nil
+// parseFileType returns the canonical spelling of the file type named s
+// (case-insensitive) and its general.file_type value.
+func parseFileType(s string) (string, uint32, error) {
+	for _, name := range gguf.MixNames() {
+		if strings.EqualFold(name, s) {
+			id, err := gguf.MixFileType(name)
+			return name, id, err
 		}
 	}
-	return fileType{}, fmt.Errorf("synth: unknown file type %q (want one of %v)", s, FileTypes())
+	return "", 0, fmt.Errorf("synth: unknown file type %q (want one of %s)", s, strings.Join(FileTypes(), ", "))
 }
 
-// tensorType picks the type of one tensor the way llama.cpp's converter
-// (F32, F16, BF16) and quantizer (llama_tensor_get_type, without an
-// importance matrix) do for this file type: 1-D tensors stay F32; the
-// output projection (token_embd.weight when the output is tied) gets Q6_K
-// in quantized files other than Q8_0; in Q4_K_M and Q5_K_M, attn_v and
-// ffn_down get Q6_K in the first and last eighth of the layers and in every
-// third layer between; k-quants fall back to a legacy type when the row
-// length is not a multiple of 256.
-func (ft fileType) tensorType(t *tensorSpec, c *Config) gguf.Type {
-	if len(t.dims) < 2 {
-		return gguf.TypeF32
+// tensorTypes returns the type of each tensor in file type mix, as
+// llama.cpp's converter and quantizer would give it to the tensors of an
+// F32 model: 1-D tensors stay F32, and quantized mixes give the output
+// projection, attention V and feed-forward down the extra bits llama.cpp
+// gives them.
+func tensorTypes(mix string, c *Config, specs []tensorSpec) ([]gguf.Type, error) {
+	model := gguf.MixModel{Arch: c.Arch, NLayers: c.Layers, NHead: c.Heads, NHeadKV: c.KVHeads}
+	ts := make([]gguf.MixTensor, len(specs))
+	for i, s := range specs {
+		ts[i] = gguf.MixTensor{Name: s.name, Dims: s.dims, Type: gguf.TypeF32}
 	}
-	typ := ft.base
-	if !ft.mixed {
-		return typ
+	types, err := gguf.MixTensorTypes(mix, model, ts)
+	if err != nil {
+		return nil, fmt.Errorf("synth: %w", err)
 	}
-	name := strings.TrimPrefix(t.name, fmt.Sprintf("blk.%d.", t.layer))
-	switch {
-	case t.name == "output.weight" || (c.Tied && t.name == "token_embd.weight"):
-		if t.rowLen()%gguf.QK_K != 0 {
-			typ = gguf.TypeQ8_0
-		} else if typ != gguf.TypeQ8_0 {
-			typ = gguf.TypeQ6_K
-		}
-	case name == "attn_v.weight" || name == "ffn_down.weight":
-		if (ft.name == "Q4_K_M" || ft.name == "Q5_K_M") && useMoreBits(t.layer, c.Layers) {
-			typ = gguf.TypeQ6_K
-		}
-	}
-	if t.rowLen()%gguf.QK_K != 0 {
-		switch typ {
-		case gguf.TypeQ4_K:
-			typ = gguf.TypeQ5_0
-		case gguf.TypeQ5_K:
-			typ = gguf.TypeQ5_1
-		case gguf.TypeQ6_K:
-			typ = gguf.TypeQ8_0
-		}
-	}
-	return typ
-}
-
-// useMoreBits is llama.cpp's choice of the layers that get more bits.
-func useMoreBits(layer, layers int) bool {
-	return layer < layers/8 || layer >= 7*layers/8 || (layer-layers/8)%3 == 2
+	return types, nil
 }

@@ -278,3 +278,28 @@ func TestBuiltinVocab(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter accepts n bytes and then fails every write.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		k := w.n
+		w.n = 0
+		return k, fmt.Errorf("disk full")
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteFailure checks that a failing destination stops the workers and
+// is reported, whether it fails in the header or in the tensor data.
+func TestWriteFailure(t *testing.T) {
+	cfg, _ := Shape("llama", "tiny")
+	for _, n := range []int{100, 3 << 20} {
+		err := Write(&failingWriter{n: n}, Options{Config: cfg, FileType: "Q8_0", Seed: 1, Workers: 3})
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("failing after %d bytes: error %v, want one that says disk full", n, err)
+		}
+	}
+}

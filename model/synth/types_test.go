@@ -16,6 +16,7 @@ import (
 func TestMixMatchesLlamaCpp(t *testing.T) {
 	for _, tt := range []struct{ arch, typ string }{
 		{"llama", "Q4_K_M"}, {"llama", "Q5_K_M"}, {"llama", "Q6_K"}, {"llama", "Q8_0"}, {"llama", "Q4_0"},
+		{"llama", "Q4_1"}, {"llama", "Q5_0"}, {"llama", "Q5_1"}, {"llama", "Q2_K"}, {"llama", "Q3_K_M"},
 		{"llama", "F16"}, {"llama", "BF16"}, {"llama", "F32"},
 		{"qwen2", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen2", "F32"},
 	} {
@@ -71,6 +72,7 @@ func TestQuantizedWeights(t *testing.T) {
 	bound := map[gguf.Type]float64{
 		gguf.TypeF32: 0, gguf.TypeF16: 1e-7, gguf.TypeBF16: 5e-6, gguf.TypeQ8_0: 5e-5,
 		gguf.TypeQ6_K: 5e-4, gguf.TypeQ5_K: 2e-3, gguf.TypeQ4_K: 8e-3, gguf.TypeQ4_0: 1.1e-2,
+		gguf.TypeQ5_0: 2.8e-3, gguf.TypeQ5_1: 2.2e-3, gguf.TypeQ4_1: 9e-3, gguf.TypeQ3_K: 3.4e-2, gguf.TypeQ2_K: 0.13,
 	}
 	for _, typ := range FileTypes() {
 		t.Run(typ, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // Options says what model Write produces.
 type Options struct {
 	Config   Config
-	FileType string     // F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K
+	FileType string     // a name from FileTypes: F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K...
 	Seed     uint64     // the same options and seed give the same bytes
 	Vocab    *gguf.File // tokenizer.* keys are copied from it; nil means BuiltinVocab
 	Workers  int        // goroutines that generate and quantize; 0 means GOMAXPROCS
@@ -32,7 +32,7 @@ func Write(dst io.Writer, o Options) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	ft, err := parseFileType(o.FileType)
+	mix, fileType, err := parseFileType(o.FileType)
 	if err != nil {
 		return err
 	}
@@ -48,13 +48,17 @@ func Write(dst io.Writer, o Options) error {
 	}
 
 	specs := c.tensors(nVocab)
+	types, err := tensorTypes(mix, c, specs)
+	if err != nil {
+		return err
+	}
 	plan := make([]plannedTensor, len(specs))
 	for i := range specs {
-		plan[i] = plannedTensor{tensorSpec: specs[i], typ: ft.tensorType(&specs[i], c), key: tensorKey(o.Seed, specs[i].name)}
+		plan[i] = plannedTensor{tensorSpec: specs[i], typ: types[i], key: tensorKey(o.Seed, specs[i].name)}
 	}
 
 	w := gguf.NewWriter(dst)
-	setMetadata(w, c, ft, nVocab)
+	setMetadata(w, c, fileType, nVocab)
 	copyTokenizer(w, vocab)
 	for i := range plan {
 		w.AddTensor(plan[i].name, plan[i].typ, plan[i].dims...)
@@ -77,7 +81,7 @@ func Write(dst io.Writer, o Options) error {
 
 // setMetadata sets the general and architecture keys, as llama.cpp's
 // converter writes them.
-func setMetadata(w *gguf.Writer, c *Config, ft fileType, nVocab int) {
+func setMetadata(w *gguf.Writer, c *Config, fileType uint32, nVocab int) {
 	a := c.Arch + "."
 	w.SetString("general.architecture", c.Arch)
 	w.SetString("general.name", c.Name)
@@ -95,6 +99,6 @@ func setMetadata(w *gguf.Writer, c *Config, ft fileType, nVocab int) {
 	w.SetFloat32(a+"attention.layer_norm_rms_epsilon", c.RMSEps)
 	w.SetUint32(a+"rope.dimension_count", uint32(c.HeadDim))
 	w.SetUint32(a+"vocab_size", uint32(nVocab))
-	w.SetUint32("general.file_type", ft.id)
+	w.SetUint32("general.file_type", fileType)
 	w.SetUint32("general.quantization_version", 2)
 }

@@ -91,7 +91,7 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 			literal(one(reNewline)),
 			literal(optPlus(reSpace, deepseekLetters)),
 			literal(optPlus(reSpace, deepseekPunct)),
-			literal(trailingSpace),
+			splitTrailingSpace,
 			literal(plus(deepseekCJK)),
 			collapsed(plus(reNumber)),
 		}}, nil
@@ -113,11 +113,15 @@ func lookupPreTokenizer(name string) (preTokenizer, error) {
 		return preTokenizer{splitters: []splitter{collapsed(qwenStyle{contractions: true, maxDigits: 1, punctNewline: true}.matcher())}}, nil
 	case "ufakzeka":
 		return preTokenizer{splitters: []splitter{collapsed(qwenStyle{maxDigits: 1, punctNewline: true, newlinePlus: true}.matcher())}}, nil
+	case "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2":
+		return preTokenizer{splitters: []splitter{collapsed(casedStyle{contractions: true, maxDigits: 3}.matcher())}}, nil
+	case "tekken":
+		return preTokenizer{splitters: []splitter{collapsed(casedStyle{maxDigits: 1}.matcher())}, ignoreMerges: true, addBOS: true}, nil
 	case "minicpm5":
 		return preTokenizer{splitters: []splitter{
 			collapsed(func(c []rune, p, hi int) int {
-				if e := runEnd(c, p, hi, reNumber); e > p {
-					return min(e, p+3)
+				if e := runEnd(c, p, min(hi, p+3), reNumber); e > p {
+					return e
 				}
 				return -1
 			}),

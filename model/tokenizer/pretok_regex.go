@@ -184,11 +184,10 @@ func (q qwenStyle) matcher() matcher {
 			return e
 		}
 		if reNumber(c[p]) {
-			e := runEnd(c, p, hi, reNumber)
-			if q.maxDigits > 0 && e-p > q.maxDigits {
-				e = p + q.maxDigits
+			if q.maxDigits > 0 {
+				return runEnd(c, p, min(hi, p+q.maxDigits), reNumber)
 			}
-			return e
+			return runEnd(c, p, hi, reNumber)
 		}
 		if e := punct(c, p, hi); e > 0 {
 			if q.punctNewline {
@@ -196,29 +195,34 @@ func (q qwenStyle) matcher() matcher {
 			}
 			return e
 		}
-		ws := runEnd(c, p, hi, reSpace)
-		if ws == p {
-			return -1
-		}
-		// \s*[\r\n]+ (or [\r\n]): the last newline of the run ends the match.
-		for i := ws - 1; i >= p; i-- {
-			if reNewline(c[i]) {
-				if q.newlinePlus {
-					return runEnd(c, i, hi, reNewline)
-				}
-				return i + 1
+		return q.whitespace(c, p, hi)
+	}
+}
+
+// whitespace matches \s*[\r\n]+ (or \s*[\r\n]), \s+(?!\S) and \s+ at p.
+func (q qwenStyle) whitespace(c []rune, p, hi int) int {
+	ws := runEnd(c, p, hi, reSpace)
+	if ws == p {
+		return -1
+	}
+	// \s*[\r\n]+ (or [\r\n]): the last newline of the run ends the match.
+	for i := ws - 1; i >= p; i-- {
+		if reNewline(c[i]) {
+			if q.newlinePlus {
+				return runEnd(c, i, hi, reNewline)
 			}
+			return i + 1
 		}
-		// \s+(?!\S)
-		if ws == hi {
-			return ws
-		}
-		if ws-p >= 2 {
-			return ws - 1
-		}
-		// \s+
+	}
+	// \s+(?!\S)
+	if ws == hi {
 		return ws
 	}
+	if ws-p >= 2 {
+		return ws - 1
+	}
+	// \s+
+	return ws
 }
 
 // contractionAt matches '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD].
@@ -276,12 +280,29 @@ func or(classes ...func(rune) bool) func(rune) bool {
 
 func not(in func(rune) bool) func(rune) bool { return func(r rune) bool { return !in(r) } }
 
-// trailingSpace matches \s+$ (a whitespace run that reaches the chunk end).
-func trailingSpace(c []rune, p, hi int) int {
-	if e := runEnd(c, p, hi, reSpace); e > p && e == hi {
-		return e
+// splitTrailingSpace splits by \s+$: the whitespace run that ends a chunk
+// (the leftmost place \s+$ can match) becomes a word of its own. It is a
+// splitter rather than a matcher so that long whitespace runs cost linear
+// time.
+func splitTrailingSpace(cpts []rune, offsets []int) []int {
+	c := spaceToVT(cpts)
+	out := make([]int, 0, len(offsets))
+	start := 0
+	for _, n := range offsets {
+		lo, hi := start, start+n
+		ts := hi
+		for ts > lo && reSpace(c[ts-1]) {
+			ts--
+		}
+		if ts > lo {
+			out = append(out, ts-lo)
+		}
+		if hi > ts {
+			out = append(out, hi-ts)
+		}
+		start = hi
 	}
-	return -1
+	return out
 }
 
 // digits3 matches [0-9][0-9][0-9].

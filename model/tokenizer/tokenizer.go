@@ -31,9 +31,9 @@ var eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|
 	"<｜end▁of▁sentence｜>", "[e~["}
 
 // New builds a tokenizer over v, keeping its slices (they must not change
-// afterwards). Like llama.cpp it finds
-// the eot and eom tokens by their text when v does not name them, and marks
-// every end-of-generation token as a control token.
+// afterwards). Like llama.cpp it finds the eot and eom tokens by their text
+// when v does not name them, and marks every end-of-generation token as a
+// control token.
 func New(v *Vocab) (*Tokenizer, error) {
 	if err := v.validate(); err != nil {
 		return nil, err
@@ -88,11 +88,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 
 // findEOG fills t.eog and completes the eot and eom ids from token texts.
 func (t *Tokenizer) findEOG() {
-	control := func(id int32) {
-		if t.types[id] != TypeControl {
-			t.types[id] = TypeControl
-		}
-	}
+	control := func(id int32) { t.types[id] = TypeControl }
 	if t.vocab.EOT == NoToken {
 		for _, s := range eotTexts {
 			if id, ok := t.ids[s]; ok {

@@ -174,6 +174,10 @@ func TestPreTokenizers(t *testing.T) {
 		{"starcoder", "x 123", []string{"x", " ", "1", "2", "3"}},
 		{"falcon", "a,b 1234", []string{"a", ",", "b", " ", "123", "4"}},
 		{"deepseek-coder", "ab12 , 中文", []string{"ab", "1", "2", " ,", " ", "中文"}},
+		{"gpt-4o", "HELLOworld Hello's ABC def 12345", []string{"HELLOworld", " Hello's", " ABC", " def", " ", "123", "45"}},
+		{"gpt-4o", "ÉCOLEétéX", []string{"ÉCOLEété", "X"}},
+		{"tekken", "isn't 42", []string{"isn", "'t", " ", "4", "2"}},
+		{"deepseek-llm", "中  ", []string{"中", "  "}},
 		{"deepseek-llm", "Hi 中文 42\n", []string{"Hi", " ", "中文", " ", "42", "\n"}},
 	}
 	for _, tc := range tests {

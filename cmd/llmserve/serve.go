@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"llmserve/decode"
+	"llmserve/gguf"
+	"llmserve/httpapi"
+	"llmserve/model"
+	"llmserve/model/chat"
+	"llmserve/model/tokenizer"
+)
+
+func init() { commands["serve"] = serveCmd }
+
+// serveOptions are the flags of `llmserve serve`.
+type serveOptions struct {
+	model        string
+	alias        string
+	host         string
+	port         int
+	ctxSize      int
+	parallel     int
+	batch        int
+	threads      int
+	gpuLayers    int
+	cudaGraphs   bool
+	noCUDAGraphs bool
+	apiKey       string
+	cors         string
+	timeout      time.Duration
+	shutdown     time.Duration
+	queue        int
+	maxBody      int64
+	chatTemplate string
+}
+
+func serveFlags(o *serveOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: llmserve [serve] --model model.gguf [flags]
+
+Serves a GGUF model over an OpenAI-style HTTP API:
+  POST /v1/completions, POST /v1/chat/completions (both stream with "stream": true),
+  GET /v1/models, GET /health (503 while loading), GET /metrics (Prometheus),
+  POST /tokenize, POST /detokenize.
+The HTTP port opens before the model has loaded. SIGINT/SIGTERM stop accepting requests,
+let running ones finish (up to --shutdown-timeout) and end open streams cleanly.
+
+Flags (one or two dashes):
+`)
+		fs.PrintDefaults()
+	}
+	str := func(p *string, names, def, usage string) {
+		for n := range strings.SplitSeq(names, ",") {
+			fs.StringVar(p, n, def, usage)
+		}
+	}
+	num := func(p *int, names string, def int, usage string) {
+		for n := range strings.SplitSeq(names, ",") {
+			fs.IntVar(p, n, def, usage)
+		}
+	}
+	str(&o.model, "model,m", "", "GGUF model `file` to serve (required)")
+	str(&o.alias, "alias", "", "model `name` clients use in \"model\" (default: the file name without .gguf)")
+	str(&o.host, "host", "127.0.0.1", "`address` to listen on")
+	num(&o.port, "port", 8080, "TCP `port` to listen on")
+	num(&o.ctxSize, "ctx-size,c", 0, "context `tokens` per request slot (0: the model's trained context, at most 4096)")
+	num(&o.parallel, "parallel,np", 4, "request `slots` decoded together (continuous batching)")
+	num(&o.batch, "batch-size,b", 512, "most `tokens` in one forward step (decode tokens plus prompt chunks)")
+	num(&o.threads, "threads,t", 0, "CPU `threads` (0: all cores)")
+	num(&o.gpuLayers, "n-gpu-layers,ngl", 0, "layers to offload to the GPU (needs a build with GPU support)")
+	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", false, "capture decode steps in CUDA graphs (GPU builds)")
+	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "never use CUDA graphs (GPU builds)")
+	str(&o.apiKey, "api-key", os.Getenv("LLMSERVE_API_KEY"), "require 'Authorization: Bearer `KEY`' on every route but /health (default $LLMSERVE_API_KEY)")
+	str(&o.cors, "cors-origin", "", "comma-separated `origins` allowed to call from a browser (\"*\": any)")
+	o.timeout, o.shutdown = 10*time.Minute, 30*time.Second
+	fs.Func("timeout", "longest time one generation request may run, in seconds or as a Go duration (0: no limit; default 10m)", durationFlag(&o.timeout))
+	fs.Func("shutdown-timeout", "how long shutdown waits for running requests, in seconds or as a Go duration (default 30s)", durationFlag(&o.shutdown))
+	num(&o.queue, "queue", 64, "requests that may wait for a free slot; more get 429")
+	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
+	str(&o.chatTemplate, "chat-template", "", "chat format to use instead of the model's: chatml, llama3 or llama2")
+	return fs
+}
+
+func serveCmd(args []string) error {
+	var o serveOptions
+	fs := serveFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if o.model == "" {
+		fs.Usage()
+		return errors.New("serve needs --model model.gguf")
+	}
+	if o.parallel < 1 || o.queue < 0 || o.batch < 1 {
+		return fmt.Errorf("serve: --parallel %d, --batch-size %d and --queue %d must be positive", o.parallel, o.batch, o.queue)
+	}
+	log := httpapi.NewLogger(os.Stderr)
+	if o.gpuLayers != 0 || o.cudaGraphs {
+		log.Warn().Int("n_gpu_layers", o.gpuLayers).Msg("this build has no GPU support: running every layer on the CPU")
+	}
+	if o.alias == "" {
+		o.alias = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
+	}
+	var origins []string
+	for origin := range strings.SplitSeq(o.cors, ",") {
+		if origin = strings.TrimSpace(origin); origin != "" {
+			origins = append(origins, origin)
+		}
+	}
+	api := httpapi.New(httpapi.Config{
+		ModelName: o.alias, APIKey: o.apiKey, CORSOrigins: origins,
+		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log,
+	})
+	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info().Str("addr", "http://"+ln.Addr().String()).Str("model", o.model).Msg("listening; loading the model")
+
+	sigs, stopSigs := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSigs()
+
+	start := time.Now()
+	loaded, err := loadModel(o, log)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer loaded.close()
+	runCtx, stopRun := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- loaded.sched.Run(runCtx) }()
+	api.SetModel(&httpapi.Model{
+		Name: o.alias, Scheduler: loaded.sched, Tokenizer: loaded.tok, Chat: loaded.chat, Created: time.Now(),
+	})
+	log.Info().Dur("load_time", time.Since(start)).Int("ctx_size", loaded.engine.ContextSize()).
+		Int("slots", loaded.engine.MaxSeqs()).Msg("model loaded; serving")
+
+	select {
+	case err := <-serveErr:
+		stopRun()
+		<-runDone
+		return fmt.Errorf("serve: %w", err)
+	case <-sigs.Done():
+	}
+	stopSigs() // a second signal kills at once
+	log.Info().Dur("timeout", o.shutdown).Msg("shutting down: finishing running requests")
+	loaded.sched.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), o.shutdown)
+	defer cancel()
+	// Shutdown returns once every handler has returned, streams included;
+	// at the deadline the scheduler ends what is still running, and the
+	// streams close with an error event.
+	shutErr := make(chan error, 1)
+	go func() { shutErr <- srv.Shutdown(context.Background()) }()
+	select {
+	case err = <-shutErr:
+	case <-ctx.Done():
+		log.Warn().Msg("shutdown timeout: ending running requests")
+		stopRun()
+		select {
+		case err = <-shutErr:
+		case <-time.After(5 * time.Second):
+			err = srv.Close()
+		}
+	}
+	stopRun()
+	<-runDone
+	log.Info().Msg("stopped")
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	return nil
+}
+
+// durationFlag parses "90" as seconds and "1m30s" as a Go duration.
+func durationFlag(dst *time.Duration) func(string) error {
+	return func(v string) error {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			*dst = time.Duration(n * float64(time.Second))
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is neither seconds nor a duration", v)
+		}
+		*dst = d
+		return nil
+	}
+}
+
+// loadedModel is everything serving a model needs.
+type loadedModel struct {
+	file   *gguf.File
+	engine decode.Engine
+	sched  *decode.Scheduler
+	tok    *tokenizer.Tokenizer
+	chat   *chat.Template
+}
+
+// loadModel opens the GGUF file and builds the engine, tokenizer, chat
+// template and scheduler.
+func loadModel(o serveOptions, log zerolog.Logger) (*loadedModel, error) {
+	f, err := gguf.Open(o.model)
+	if err != nil {
+		return nil, err
+	}
+	lm, err := buildModel(f, o, log)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return lm, nil
+}
+
+// close releases the engine, then the mapping its weights may point into.
+func (lm *loadedModel) close() {
+	lm.engine.Close()
+	lm.file.Close()
+}
+
+func buildModel(f *gguf.File, o serveOptions, log zerolog.Logger) (*loadedModel, error) {
+	m, err := model.Load(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := chatTemplate(o.chatTemplate, tok.ChatTemplate(), log)
+	if err != nil {
+		return nil, err
+	}
+	ctxSize := o.ctxSize
+	if ctxSize <= 0 {
+		ctxSize = min(m.CtxTrain, 4096)
+	}
+	if ctxSize > m.CtxTrain {
+		log.Warn().Int("ctx_size", ctxSize).Int("ctx_train", m.CtxTrain).Msg("context larger than the model was trained on")
+	}
+	eng, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{MaxQueue: o.queue, StepTokens: o.batch})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return &loadedModel{file: f, engine: eng, sched: sched, tok: tok, chat: tmpl}, nil
+}
+
+// chatTemplate picks the chat template: the named fallback, else the
+// model's own, else the fallback that looks like the model's, else chatml.
+func chatTemplate(name, src string, log zerolog.Logger) (*chat.Template, error) {
+	if name != "" {
+		return chat.Fallback(name)
+	}
+	if src != "" {
+		t, err := chat.New(src)
+		if err == nil {
+			return t, nil
+		}
+		name = chat.Detect(src)
+		log.Warn().Err(err).Str("fallback", name).Msg("the model's chat template does not compile")
+	}
+	if name == "" {
+		name = "chatml"
+	}
+	return chat.Fallback(name)
+}
+
+// vocab adapts the tokenizer to what the scheduler needs.
+type vocab struct{ t *tokenizer.Tokenizer }
+
+func (v vocab) IsEOG(id int32) bool                { return v.t.IsEOG(id) }
+func (v vocab) NewTextDecoder() decode.TextDecoder { return v.t.NewStreamDecoder() }

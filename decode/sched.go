@@ -1,0 +1,420 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Vocab is what the scheduler needs from a tokenizer.
+type Vocab interface {
+	// IsEOG reports whether a token ends generation (EOS, EOT...).
+	IsEOG(id int32) bool
+	// NewTextDecoder returns a decoder that turns one sequence's tokens
+	// into text, releasing only complete UTF-8.
+	NewTextDecoder() TextDecoder
+}
+
+// TextDecoder turns a stream of tokens into text.
+type TextDecoder interface {
+	Add(id int32) string // text completed by this token
+	Flush() string       // whatever is left at the end
+}
+
+// Request is one generation job.
+type Request struct {
+	Prompt    []int32       // at least one token, fewer than the context size
+	MaxTokens int           // most tokens to generate; <= 0: until the context is full
+	Sampling  SamplerParams // how to pick each token
+	Stop      []string      // generation ends before the first of these strings
+	IgnoreEOS bool          // keep generating past end-of-generation tokens
+}
+
+// Errors Submit returns; callers map them to their protocol.
+var (
+	ErrQueueFull    = errors.New("decode: request queue is full")
+	ErrShuttingDown = errors.New("decode: scheduler is shutting down")
+	// ErrInvalidSampling wraps a rejection of a request's SamplerParams.
+	ErrInvalidSampling = errors.New("invalid sampling parameters")
+)
+
+// PromptError says that a prompt cannot be run.
+type PromptError struct {
+	Tokens  int // prompt length
+	Context int // positions per sequence
+	Msg     string
+}
+
+func (e *PromptError) Error() string { return "decode: " + e.Msg }
+
+// SchedulerConfig sizes a Scheduler.
+type SchedulerConfig struct {
+	MaxQueue   int      // requests that may wait for a slot; more are refused with ErrQueueFull
+	StepTokens int      // most tokens in one forward step (decode tokens plus prefill chunks); default 512
+	Metrics    *Metrics // counters to update; nil: a new set
+}
+
+// Scheduler runs continuous batching: each step packs one decode token of
+// every generating sequence plus prefill chunks of new ones into a single
+// Batch, runs the engine once, and samples every sequence whose logits came
+// back. New requests join between steps.
+type Scheduler struct {
+	eng     Engine
+	vocab   Vocab
+	cfg     SchedulerConfig
+	metrics *Metrics
+	wake    chan struct{} // capacity 1: a request arrived or shutdown began
+
+	mu       sync.Mutex  // guards queue, inflight, closing
+	queue    []*sequence // submitted, waiting for a slot, in arrival order
+	inflight int         // queued plus running requests
+	closing  bool        // Submit refuses new requests
+
+	// Owned by the Run goroutine.
+	slots  []*sequence // [MaxSeqs] running sequence of each slot, nil when free
+	active []*sequence // running sequences in admission order
+	batch  Batch       // [<= StepTokens] this step's tokens
+	rows   []*sequence // [MaxSeqs] sequence of each logits row of this step
+	logits []float32   // [MaxSeqs * VocabSize] logits rows of this step
+}
+
+// NewScheduler prepares a scheduler over eng; call Run to start it.
+func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, error) {
+	if eng.MaxSeqs() <= 0 || eng.VocabSize() <= 0 || eng.ContextSize() <= 1 {
+		return nil, fmt.Errorf("decode: engine with %d slots, vocabulary %d, context %d", eng.MaxSeqs(), eng.VocabSize(), eng.ContextSize())
+	}
+	if cfg.StepTokens <= 0 {
+		cfg.StepTokens = 512
+	}
+	cfg.StepTokens = max(cfg.StepTokens, eng.MaxSeqs()+1)
+	if cfg.MaxQueue < 0 {
+		cfg.MaxQueue = 0
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	n := eng.MaxSeqs()
+	s := &Scheduler{
+		eng:     eng,
+		vocab:   vocab,
+		cfg:     cfg,
+		metrics: cfg.Metrics,
+		wake:    make(chan struct{}, 1),
+		slots:   make([]*sequence, n),
+		active:  make([]*sequence, 0, n),
+		rows:    make([]*sequence, 0, n),
+		logits:  make([]float32, n*eng.VocabSize()),
+		batch: Batch{
+			Tokens: make([]int32, 0, cfg.StepTokens),
+			Pos:    make([]int32, 0, cfg.StepTokens),
+			Seq:    make([]int32, 0, cfg.StepTokens),
+			Logits: make([]bool, 0, cfg.StepTokens),
+		},
+	}
+	s.metrics.setOccupancy(0, 0, n)
+	return s, nil
+}
+
+// Metrics returns the scheduler's counters.
+func (s *Scheduler) Metrics() *Metrics { return s.metrics }
+
+// ContextSize is the number of positions one request may use (prompt plus
+// generated tokens).
+func (s *Scheduler) ContextSize() int { return s.eng.ContextSize() }
+
+// Submit queues a request. Its events arrive on the returned Stream; when
+// ctx ends, the request is dropped and its slot freed within one step.
+func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
+	if err := s.check(r); err != nil {
+		s.metrics.reject("invalid")
+		return nil, err
+	}
+	sampler, err := NewSampler(r.Sampling, s.eng.VocabSize())
+	if err != nil {
+		s.metrics.reject("invalid")
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSampling, err)
+	}
+	seq := &sequence{
+		req:       r,
+		ctx:       ctx,
+		stream:    newStream(),
+		sampler:   sampler,
+		submitted: time.Now(),
+	}
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		s.metrics.reject("shutting_down")
+		return nil, ErrShuttingDown
+	case s.inflight >= len(s.slots)+s.cfg.MaxQueue:
+		s.mu.Unlock()
+		s.metrics.reject("queue_full")
+		return nil, ErrQueueFull
+	}
+	s.queue = append(s.queue, seq)
+	s.inflight++
+	s.mu.Unlock()
+	s.signal()
+	return seq.stream, nil
+}
+
+// check validates a request's prompt against the engine.
+func (s *Scheduler) check(r Request) error {
+	n, ctxSize := len(r.Prompt), s.eng.ContextSize()
+	if n == 0 {
+		return &PromptError{Tokens: 0, Context: ctxSize, Msg: "the prompt is empty"}
+	}
+	if n >= ctxSize {
+		return &PromptError{Tokens: n, Context: ctxSize, Msg: fmt.Sprintf(
+			"the prompt has %d tokens but the context holds %d, including at least one generated token", n, ctxSize)}
+	}
+	vocab := int32(s.eng.VocabSize())
+	for i, t := range r.Prompt {
+		if t < 0 || t >= vocab {
+			return &PromptError{Tokens: n, Context: ctxSize, Msg: fmt.Sprintf(
+				"prompt token %d at index %d is outside the vocabulary of %d", t, i, vocab)}
+		}
+	}
+	return nil
+}
+
+// Shutdown makes Submit refuse new requests; running and queued ones go on
+// until Run's context ends.
+func (s *Scheduler) Shutdown() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+// Idle reports whether no request is queued or running.
+func (s *Scheduler) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight == 0
+}
+
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run is the scheduling loop. It returns when ctx ends, after ending every
+// queued and running request with ErrShuttingDown.
+func (s *Scheduler) Run(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			s.abortAll(ErrShuttingDown)
+			return nil
+		}
+		s.dropCancelled()
+		s.admit()
+		if len(s.active) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-s.wake:
+			}
+			continue
+		}
+		s.step()
+	}
+}
+
+// admit moves queued requests into free slots, dropping cancelled ones.
+func (s *Scheduler) admit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.queue[:0]
+	for _, seq := range s.queue {
+		if err := seq.ctx.Err(); err != nil {
+			s.inflight--
+			s.end(seq, Event{Err: err}, "cancelled")
+			continue
+		}
+		slot := s.freeSlot()
+		if slot < 0 {
+			kept = append(kept, seq)
+			continue
+		}
+		seq.start(int32(slot), s.vocab)
+		s.slots[slot] = seq
+		s.active = append(s.active, seq)
+		s.metrics.admitted(len(seq.req.Prompt))
+	}
+	clear(s.queue[len(kept):])
+	s.queue = kept
+	s.metrics.setOccupancy(len(s.queue), len(s.active), len(s.slots))
+}
+
+func (s *Scheduler) freeSlot() int {
+	for i, q := range s.slots {
+		if q == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropCancelled ends running sequences whose context has ended.
+func (s *Scheduler) dropCancelled() {
+	for _, seq := range s.active {
+		if err := seq.ctx.Err(); err != nil {
+			s.release(seq, Event{Err: err}, "cancelled")
+		}
+	}
+	s.compact()
+}
+
+// step runs one forward pass over every active sequence and samples.
+func (s *Scheduler) step() {
+	s.batch.Reset()
+	s.rows = s.rows[:0]
+	// Decode tokens first: running streams keep flowing while prompts fill.
+	for _, seq := range s.active {
+		if seq.prefilled() {
+			s.batch.Add(seq.next, int32(seq.nPast), seq.slot, true)
+			s.rows = append(s.rows, seq)
+			seq.chunk = 1
+		}
+	}
+	budget := s.cfg.StepTokens - s.batch.Len()
+	for _, seq := range s.active {
+		if seq.prefilled() || budget <= 0 {
+			continue
+		}
+		left := len(seq.req.Prompt) - seq.nPast
+		n := min(left, budget)
+		for i := range n {
+			pos := seq.nPast + i
+			last := pos == len(seq.req.Prompt)-1
+			s.batch.Add(seq.req.Prompt[pos], int32(pos), seq.slot, last)
+		}
+		if n == left {
+			s.rows = append(s.rows, seq)
+		}
+		seq.chunk = n
+		budget -= n
+	}
+	if err := s.eng.Forward(&s.batch, s.logits); err != nil {
+		err = fmt.Errorf("decode: forward step of %d tokens: %w", s.batch.Len(), err)
+		for _, seq := range s.active {
+			if seq.chunk > 0 {
+				s.release(seq, Event{Err: err}, "error")
+			}
+		}
+		s.resetChunks()
+		s.compact()
+		return
+	}
+	for _, seq := range s.active {
+		seq.nPast += seq.chunk
+	}
+	s.resetChunks()
+	vocab := s.eng.VocabSize()
+	for i, seq := range s.rows {
+		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab])
+	}
+	s.compact()
+}
+
+func (s *Scheduler) resetChunks() {
+	for _, seq := range s.active {
+		seq.chunk = 0
+	}
+}
+
+// sampleOne samples the next token of seq and emits it or ends the sequence.
+func (s *Scheduler) sampleOne(seq *sequence, row []float32) {
+	got, err := seq.sampler.Sample(row)
+	if err != nil {
+		s.release(seq, Event{Err: err}, "error")
+		return
+	}
+	seq.sampler.Accept(got.Token)
+	seq.generated++
+	now := time.Now()
+	if seq.generated == 1 {
+		s.metrics.token(true, now.Sub(seq.submitted))
+	} else {
+		s.metrics.token(false, now.Sub(seq.lastToken))
+	}
+	seq.lastToken = now
+
+	if !seq.req.IgnoreEOS && s.vocab.IsEOG(got.Token) {
+		s.release(seq, Event{FinishReason: "stop", Text: seq.flush()}, "stop")
+		return
+	}
+	text, stopped := seq.stop.Push(seq.dec.Add(got.Token))
+	ev := Event{Token: got.Token, Text: text}
+	if seq.req.Sampling.Logprobs || seq.req.Sampling.TopLogprobs > 0 {
+		ev.Logprob = got.Logprob
+		ev.Top = append([]TokenLogprob(nil), got.Top...)
+	}
+	seq.stream.push(ev)
+	switch {
+	case stopped:
+		s.release(seq, Event{FinishReason: "stop"}, "stop")
+	case seq.req.MaxTokens > 0 && seq.generated >= seq.req.MaxTokens,
+		seq.nPast+1 >= s.eng.ContextSize():
+		s.release(seq, Event{FinishReason: "length", Text: seq.flush()}, "length")
+	default:
+		seq.next = got.Token
+	}
+}
+
+// release ends a running sequence and frees its slot (compact removes it
+// from active).
+func (s *Scheduler) release(seq *sequence, final Event, outcome string) {
+	s.slots[seq.slot] = nil
+	seq.done = true
+	s.mu.Lock()
+	s.inflight--
+	s.mu.Unlock()
+	s.end(seq, final, outcome)
+}
+
+// end sends the final event of seq.
+func (s *Scheduler) end(seq *sequence, final Event, outcome string) {
+	final.Token = -1
+	final.Done = true
+	final.Usage = Usage{PromptTokens: len(seq.req.Prompt), CompletionTokens: seq.generated}
+	seq.stream.push(final)
+	s.metrics.finish(outcome)
+}
+
+// compact removes ended sequences from active.
+func (s *Scheduler) compact() {
+	kept := s.active[:0]
+	for _, seq := range s.active {
+		if !seq.done {
+			kept = append(kept, seq)
+		}
+	}
+	clear(s.active[len(kept):])
+	s.active = kept
+	s.mu.Lock()
+	s.metrics.setOccupancy(len(s.queue), len(s.active), len(s.slots))
+	s.mu.Unlock()
+}
+
+// abortAll ends every queued and running request with err.
+func (s *Scheduler) abortAll(err error) {
+	s.mu.Lock()
+	s.closing = true
+	queue := s.queue
+	s.queue = nil
+	s.inflight -= len(queue)
+	s.mu.Unlock()
+	for _, seq := range queue {
+		s.end(seq, Event{Err: err}, "error")
+	}
+	for _, seq := range s.active {
+		s.release(seq, Event{Err: err}, "error")
+	}
+	s.compact()
+}

@@ -1,0 +1,144 @@
+package decode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"llmserve/gguf"
+	"llmserve/internal/shared"
+	"llmserve/model/tokenizer"
+)
+
+// tokVocab adapts the tokenizer to the scheduler.
+type tokVocab struct{ t *tokenizer.Tokenizer }
+
+func (v tokVocab) IsEOG(id int32) bool         { return v.t.IsEOG(id) }
+func (v tokVocab) NewTextDecoder() TextDecoder { return v.t.NewStreamDecoder() }
+
+func storiesScheduler(t *testing.T, slots, ctx int) *Scheduler {
+	t.Helper()
+	eng := openEngine(t, "models/stories260K.gguf", CPUOptions{Context: ctx, MaxSeqs: slots, Threads: 1})
+	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScheduler(eng, tokVocab{tok}, SchedulerConfig{MaxQueue: 64, StepTokens: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(c)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s
+}
+
+// TestSchedulerCPUGolden runs the golden greedy continuation of BOS on
+// stories260K in 4 slots at once, next to seeded sampled requests: each
+// greedy request must give llama.cpp's 255 tokens.
+func TestSchedulerCPUGolden(t *testing.T) {
+	raw, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int32
+	for f := range strings.FieldsSeq(string(raw)) {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, int32(id))
+	}
+	s := storiesScheduler(t, 4, len(want)+1)
+	var wg sync.WaitGroup
+	got := make([]result, 6)
+	for i := range got {
+		r := Request{Prompt: []int32{1}, IgnoreEOS: true}
+		if i%2 == 1 {
+			r.Sampling = SamplerParams{Temperature: 1, Seed: uint64(i)}
+			r.MaxTokens = 40
+		}
+		st, err := s.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { got[i] = collect(t, st) })
+	}
+	wg.Wait()
+	for i := 0; i < len(got); i += 2 {
+		if !slices.Equal(got[i].tokens, want) || got[i].final.FinishReason != "length" {
+			t.Errorf("greedy request %d: %d tokens (%s), first difference at %s", i, len(got[i].tokens),
+				got[i].final.FinishReason, firstDiff(got[i].tokens, want))
+		}
+	}
+}
+
+// TestSchedulerCPUBatchingInvariance runs seeded requests on stories260K
+// one at a time and then 32 at once in 8 slots: the tokens must match.
+func TestSchedulerCPUBatchingInvariance(t *testing.T) {
+	const n = 32
+	reqs := make([]Request, n)
+	for i := range reqs {
+		prompt := []int32{1}
+		for j := range i % 7 {
+			prompt = append(prompt, int32(300+(i*13+j*7)%200))
+		}
+		reqs[i] = Request{Prompt: prompt, MaxTokens: 20 + i%11,
+			Sampling: SamplerParams{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, PenaltyLastN: 64, Seed: uint64(7 * i)}}
+	}
+	alone := storiesScheduler(t, 1, 64)
+	want := make([]result, n)
+	for i, r := range reqs {
+		st, err := alone.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = collect(t, st)
+	}
+	s := storiesScheduler(t, 8, 64)
+	got := make([]result, n)
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		st, err := s.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { got[i] = collect(t, st) })
+	}
+	wg.Wait()
+	for i := range got {
+		if !slices.Equal(got[i].tokens, want[i].tokens) || got[i].text != want[i].text {
+			t.Errorf("request %d: batched %q, alone %q (first token difference at %s)", i, got[i].text, want[i].text,
+				firstDiff(got[i].tokens, want[i].tokens))
+		}
+	}
+}
+
+func firstDiff(a, b []int32) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprint(i)
+		}
+	}
+	if len(a) != len(b) {
+		return fmt.Sprint(min(len(a), len(b)))
+	}
+	return "none"
+}

@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	genParams
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usageJSON         `json:"usage,omitempty"`
+}
+
+type completionChoice struct {
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+// completionLogprobs is the legacy completions logprobs object.
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	m, err := s.loaded()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var body completionRequest
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkModel(body.Model, m.Name); err != nil {
+		writeError(w, err)
+		return
+	}
+	if body.Echo {
+		writeError(w, invalid("echo", "echo is not supported"))
+		return
+	}
+	base, err := body.request(false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	prompts, err := parsePrompts(body.Prompt, m.Tokenizer)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	streams, ctx, cancel, err := s.submit(w, r, m, base, prompts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer cancel()
+	resp := completionResponse{
+		ID:      "cmpl-" + requestID(w),
+		Object:  "text_completion",
+		Created: time.Now().Unix(),
+		Model:   m.Name,
+	}
+	g := generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: body.includeUsage()}
+	if body.Stream {
+		streamCompletion(w, g, resp)
+	} else {
+		writeCompletion(w, g, resp)
+	}
+}
+
+// writeCompletion waits for every prompt and sends one JSON response.
+func writeCompletion(w http.ResponseWriter, g generation, resp completionResponse) {
+	choices, err := collect(g.ctx, w, g.streams, g.sampling.Logprobs)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var u usageJSON
+	for i, c := range choices {
+		ch := completionChoice{Text: c.text.String(), Index: i, FinishReason: strptr(c.final.FinishReason)}
+		if g.sampling.Logprobs {
+			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, c.tokens, g.sampling.TopLogprobs > 0)
+		}
+		resp.Choices = append(resp.Choices, ch)
+		u.add(c.final.Usage)
+	}
+	resp.Usage = &u
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// streamCompletion sends the output as server-sent chunks.
+func streamCompletion(w http.ResponseWriter, g generation, resp completionResponse) {
+	out := startSSE(w)
+	var u usageJSON
+	for ie := range events(g.ctx, g.streams) {
+		ev := ie.ev
+		record(w, ev)
+		ch := completionChoice{Text: ev.Text, Index: ie.index}
+		switch {
+		case ev.Done && ev.Err != nil:
+			out.sendError(ev.Err)
+			out.done()
+			return
+		case ev.Done:
+			ch.FinishReason = strptr(ev.FinishReason)
+			u.add(ev.Usage)
+		case g.sampling.Logprobs:
+			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, g.sampling.TopLogprobs > 0)
+		case ev.Text == "":
+			continue
+		}
+		resp.Choices = []completionChoice{ch}
+		out.send(resp)
+	}
+	if err := g.ctx.Err(); err != nil {
+		out.sendError(err)
+	} else if g.includeUsage {
+		resp.Choices = []completionChoice{}
+		resp.Usage = &u
+		out.send(resp)
+	}
+	out.done()
+}
+
+// completionLogprobsOf builds the legacy logprobs object of some tokens.
+func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, withTop bool) *completionLogprobs {
+	lp := &completionLogprobs{
+		Tokens:        make([]string, len(tokens)),
+		TokenLogprobs: make([]float32, len(tokens)),
+		TextOffset:    make([]int, len(tokens)),
+	}
+	if withTop {
+		lp.TopLogprobs = make([]map[string]float32, len(tokens))
+	}
+	offset := 0
+	for i, t := range tokens {
+		text := string(tok.TokenBytes(t.id))
+		lp.Tokens[i] = text
+		lp.TokenLogprobs[i] = finite(t.logprob)
+		lp.TextOffset[i] = offset
+		offset += len(text)
+		if withTop {
+			top := make(map[string]float32, len(t.top))
+			for _, alt := range t.top {
+				top[string(tok.TokenBytes(alt.ID))] = finite(alt.Logprob)
+			}
+			lp.TopLogprobs[i] = top
+		}
+	}
+	return lp
+}

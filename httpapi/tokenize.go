@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"net/http"
+)
+
+// tokenize answers POST /tokenize {"content": TEXT, "add_special": BOOL,
+// "with_pieces": BOOL} with {"tokens": [...]}, as llama.cpp's server does.
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
+	m, err := s.loaded()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var body struct {
+		Content    *string `json:"content"`
+		AddSpecial bool    `json:"add_special"`
+		WithPieces bool    `json:"with_pieces"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	if body.Content == nil {
+		writeError(w, invalid("content", "content is required"))
+		return
+	}
+	ids, err := m.Tokenizer.Encode(*body.Content, body.AddSpecial, true)
+	if err != nil {
+		writeError(w, invalid("content", "cannot tokenize: %v", err))
+		return
+	}
+	if !body.WithPieces {
+		writeJSON(w, http.StatusOK, map[string][]int32{"tokens": ids})
+		return
+	}
+	type piece struct {
+		ID    int32  `json:"id"`
+		Piece string `json:"piece"`
+	}
+	pieces := make([]piece, len(ids))
+	for i, id := range ids {
+		pieces[i] = piece{ID: id, Piece: string(m.Tokenizer.TokenBytes(id))}
+	}
+	writeJSON(w, http.StatusOK, map[string][]piece{"tokens": pieces})
+}
+
+// detokenize answers POST /detokenize {"tokens": [...]} with {"content": TEXT}.
+func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
+	m, err := s.loaded()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var body struct {
+		Tokens []int32 `json:"tokens"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	n := int32(m.Tokenizer.VocabSize())
+	for i, id := range body.Tokens {
+		if id < 0 || id >= n {
+			writeError(w, invalid("tokens", "tokens[%d] = %d is outside the vocabulary of %d", i, id, n))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"content": m.Tokenizer.Decode(body.Tokens)})
+}

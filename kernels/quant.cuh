@@ -30,6 +30,18 @@ static __device__ __forceinline__ float u2f(uint32_t v, float bias = 0.f) {
   return __int_as_float(0x4B000000u | v) - (8388608.f + bias);
 }
 
+// b2f is byte k (0..3, a constant) of v minus bias (an integer constant)
+// as a float, exactly: one byte permute places the byte in the mantissa of
+// 2^23, one add removes 2^23 + bias.
+static __device__ __forceinline__ float b2f(uint32_t v, int k, float bias = 0.f) {
+  return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7540 | k)) - (8388608.f + bias);
+}
+
+// ld16x2 reads 4 bytes at a 2-byte aligned address as one word.
+static __device__ __forceinline__ uint32_t ld16x2(const uint8_t *p) {
+  return *(const uint16_t *)p | ((uint32_t) * (const uint16_t *)(p + 2) << 16);
+}
+
 // ld16 and ld32 read 2- and 4-byte aligned words.
 static __device__ __forceinline__ uint32_t ld16(const uint8_t *p) { return *(const uint16_t *)p; }
 static __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return *(const uint32_t *)p; }
@@ -129,10 +141,10 @@ template <> struct Chunk<T_Q8_0> {
     const uint8_t *b = row + (size_t)c * 34;
     float d = h2f(ld16(b));
 #pragma unroll
-    for (int i = 0; i < 16; i++) {
-      uint32_t v = ld16(b + 2 + 2 * i);
-      w[2 * i] = d * u2f((v & 0xFF) ^ 0x80, 128.f);
-      w[2 * i + 1] = d * u2f((v >> 8) ^ 0x80, 128.f);
+    for (int i = 0; i < 8; i++) {
+      const uint32_t v = ld16x2(b + 2 + 4 * i) ^ 0x80808080u; // int8 + 128
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = d * b2f(v, k, 128.f);
     }
   }
 };
@@ -144,13 +156,13 @@ template <> struct Chunk<T_Q4_0> {
     const uint8_t *b = row + (size_t)c * 18;
     float d = h2f(ld16(b));
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-      uint32_t v = ld16(b + 2 + 2 * i);
+    for (int i = 0; i < 4; i++) {
+      const uint32_t v = ld16x2(b + 2 + 4 * i);
+      const uint32_t lo = v & 0x0F0F0F0Fu, hi = (v >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
-      for (int k = 0; k < 2; k++) {
-        uint32_t q = (v >> (8 * k)) & 0xFF;
-        w[2 * i + k] = d * u2f(q & 0xF, 8.f);
-        w[2 * i + k + 16] = d * u2f(q >> 4, 8.f);
+      for (int k = 0; k < 4; k++) {
+        w[4 * i + k] = d * b2f(lo, k, 8.f);
+        w[4 * i + k + 16] = d * b2f(hi, k, 8.f);
       }
     }
   }
@@ -281,12 +293,16 @@ template <> struct Chunk<T_Q4_K> {
     float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
     k4scale_hdr(hdr, s, &sc, &m);
-    float dl = d * sc, ml = dmin * m;
-    uint8_t q[32];
-    load32bytes_a16(b + 16 + 32 * (s >> 1), q);
-    int sh = 4 * (s & 1);
+    const float dl = d * sc, ml = dmin * m;
+    const uint4 q0 = ld128(b + 16 + 32 * (s >> 1)), q1 = ld128(b + 32 + 32 * (s >> 1));
+    const uint32_t u[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const int sh = 4 * (s & 1);
 #pragma unroll
-    for (int l = 0; l < 32; l++) w[l] = dl * u2f((q[l] >> sh) & 0xF) - ml;
+    for (int i = 0; i < 8; i++) {
+      const uint32_t n = (u[i] >> sh) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = dl * b2f(n, k) - ml;
+    }
   }
 };
 
@@ -300,13 +316,18 @@ template <> struct Chunk<T_Q5_K> {
     float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
     k4scale_hdr(hdr, s, &sc, &m);
-    float dl = d * sc, ml = dmin * m;
-    uint8_t q[32], qh[32];
-    load32bytes_a16(b + 48 + 32 * (s >> 1), q);
-    load32bytes_a16(b + 16, qh);
-    int sh = 4 * (s & 1);
+    const float dl = d * sc, ml = dmin * m;
+    const uint4 q0 = ld128(b + 48 + 32 * (s >> 1)), q1 = ld128(b + 64 + 32 * (s >> 1));
+    const uint4 h0 = ld128(b + 16), h1 = ld128(b + 32);
+    const uint32_t u[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const uint32_t hb[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+    const int sh = 4 * (s & 1);
 #pragma unroll
-    for (int l = 0; l < 32; l++) w[l] = dl * u2f(((q[l] >> sh) & 0xF) | (((qh[l] >> s) & 1) << 4)) - ml;
+    for (int i = 0; i < 8; i++) {
+      const uint32_t n = ((u[i] >> sh) & 0x0F0F0F0Fu) | (((hb[i] >> s) & 0x01010101u) << 4);
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = dl * b2f(n, k) - ml;
+    }
   }
 };
 
@@ -319,15 +340,15 @@ template <> struct Chunk<T_Q6_K> {
     const uint8_t *b = row + (size_t)(c >> 3) * 210;
     int s = c & 7, n = s >> 2, r = s & 3;
     float d = h2f(ld16(b + 208));
-    uint8_t ql[32], qh[32];
-    load32bytes_a2(b + 64 * n + 32 * (r & 1), ql);
-    load32bytes_a2(b + 128 + 32 * n, qh);
-    int shl = 4 * (r >> 1), shh = 2 * r;
-    float d0 = d * (float)(int8_t)b[192 + 8 * n + 2 * r];
-    float d1 = d * (float)(int8_t)b[192 + 8 * n + 2 * r + 1];
+    const uint8_t *ql = b + 64 * n + 32 * (r & 1), *qh = b + 128 + 32 * n;
+    const int shl = 4 * (r >> 1), shh = 2 * r;
+    const float d0 = d * (float)(int8_t)b[192 + 8 * n + 2 * r];
+    const float d1 = d * (float)(int8_t)b[192 + 8 * n + 2 * r + 1];
 #pragma unroll
-    for (int l = 0; l < 32; l++) {
-      w[l] = (l < 16 ? d0 : d1) * u2f(((ql[l] >> shl) & 0xF) | (((qh[l] >> shh) & 3) << 4), 32.f);
+    for (int i = 0; i < 8; i++) {
+      const uint32_t v = ((ld16x2(ql + 4 * i) >> shl) & 0x0F0F0F0Fu) | (((ld16x2(qh + 4 * i) >> shh) & 0x03030303u) << 4);
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = (i < 4 ? d0 : d1) * b2f(v, k, 32.f);
     }
   }
 };

@@ -48,13 +48,6 @@ static __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return *(con
 // ld128 reads a 16-byte aligned vector.
 static __device__ __forceinline__ uint4 ld128(const uint8_t *p) { return __ldg((const uint4 *)p); }
 
-// bytes16 unpacks a 16-byte vector into its bytes.
-static __device__ __forceinline__ void bytes16(uint4 v, uint8_t *b) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 16; i++) b[i] = (w[i >> 2] >> (8 * (i & 3))) & 0xFF;
-}
-
 // load32bytes reads 32 bytes at a 2-byte aligned address.
 static __device__ __forceinline__ void load32bytes_a2(const uint8_t *p, uint8_t *b) {
 #pragma unroll
@@ -63,12 +56,6 @@ static __device__ __forceinline__ void load32bytes_a2(const uint8_t *p, uint8_t 
     b[2 * i] = v & 0xFF;
     b[2 * i + 1] = v >> 8;
   }
-}
-
-// load32bytes_a16 reads 32 bytes at a 16-byte aligned address.
-static __device__ __forceinline__ void load32bytes_a16(const uint8_t *p, uint8_t *b) {
-  bytes16(ld128(p), b);
-  bytes16(ld128(p + 16), b + 16);
 }
 
 // byte_of is byte k (0..15, known only at run time) of a 16-byte vector,

@@ -348,16 +348,14 @@ func (e *CPUEngine) attention(l int, b *Batch) {
 				out := s.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
 				base := e.cacheOffset(b.Seq[i], 0) + (h/group)*hd
 				nPos := int(b.Pos[i]) + 1
-				for p := 0; p < nPos; p++ {
-					at := base + p*e.kvDim
-					scores[p] = kernels.Dot(q, kc[at:at+hd]) * scale
+				span := (nPos-1)*e.kvDim + hd
+				kernels.Dots(scores[:nPos], q, kc[base:base+span], e.kvDim)
+				for p := range scores[:nPos] {
+					scores[p] *= scale
 				}
 				kernels.Softmax(scores[:nPos])
 				clear(out)
-				for p := 0; p < nPos; p++ {
-					at := base + p*e.kvDim
-					kernels.Axpy(out, scores[p], vc[at:at+hd])
-				}
+				kernels.Axpys(out, scores[:nPos], vc[base:base+span], e.kvDim)
 			}
 		}
 	})

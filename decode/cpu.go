@@ -342,7 +342,9 @@ func (e *CPUEngine) attention(l int, b *Batch) {
 	e.pool.For(workers, func(lo, hi int) {
 		for wk := lo; wk < hi; wk++ {
 			scores := s.scores[wk*e.opts.Context : (wk+1)*e.opts.Context]
-			for task := wk; task < tasks; task += workers {
+			// Contiguous tasks keep the query heads that share a KV head
+			// on one worker, so the cached rows are read once from memory.
+			for task := wk * tasks / workers; task < (wk+1)*tasks/workers; task++ {
 				i, h := task/m.Heads, task%m.Heads
 				q := s.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
 				out := s.att[i*qDim+h*hd : i*qDim+(h+1)*hd]

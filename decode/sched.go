@@ -316,8 +316,9 @@ func (s *Scheduler) step() {
 	}
 	s.resetChunks()
 	vocab := s.eng.VocabSize()
+	now := time.Now()
 	for i, seq := range s.rows {
-		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab])
+		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab], now)
 	}
 	s.compact()
 }
@@ -328,8 +329,9 @@ func (s *Scheduler) resetChunks() {
 	}
 }
 
-// sampleOne samples the next token of seq and emits it or ends the sequence.
-func (s *Scheduler) sampleOne(seq *sequence, row []float32) {
+// sampleOne samples the next token of seq and emits it or ends the
+// sequence; now is when the step's logits came back.
+func (s *Scheduler) sampleOne(seq *sequence, row []float32, now time.Time) {
 	got, err := seq.sampler.Sample(row)
 	if err != nil {
 		s.release(seq, Event{Err: err}, "error")
@@ -337,7 +339,6 @@ func (s *Scheduler) sampleOne(seq *sequence, row []float32) {
 	}
 	seq.sampler.Accept(got.Token)
 	seq.generated++
-	now := time.Now()
 	if seq.generated == 1 {
 		s.metrics.token(true, now.Sub(seq.submitted))
 	} else {

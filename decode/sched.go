@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -212,6 +213,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.abortAll(ErrShuttingDown)
 			return nil
 		}
+		// Let goroutines made runnable by the last step (stream readers)
+		// or by new requests (submitters) run before the next step takes
+		// every thread: arrivals join sooner and readers keep up.
+		runtime.Gosched()
 		s.dropCancelled()
 		s.admit()
 		if len(s.active) == 0 {

@@ -191,6 +191,13 @@ func (s *Scheduler) Shutdown() {
 	s.signal()
 }
 
+// Pending reports how many requests are queued or running.
+func (s *Scheduler) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
 // Idle reports whether no request is queued or running.
 func (s *Scheduler) Idle() bool {
 	s.mu.Lock()

@@ -43,10 +43,15 @@ const benchTokens = 128
 //   - http: streamed completions over HTTP (server-sent events) to real
 //     clients on TCP connections, each reading its stream line by line.
 //
-// Each iteration runs all three in turn (rotating which goes first), so
-// that the load of other work on the machine falls on them alike; the
-// metrics are each path's tokens per second over all iterations and the
-// ratios sched/engine and http/engine. The models are stories260K (a
+// Each iteration runs all three twice, in mirrored order, so that the
+// load of other work on the machine falls on them alike; the metrics are
+// each path's tokens per second over all iterations, the ratios
+// sched/engine and http/engine, and how many forward steps per batch the
+// scheduler needed beyond the engine loop's benchTokens (requests that
+// joined a step late). The scheduler's first step of a batch waits until
+// all of its requests have arrived, so that the batch starts together as
+// in the engine loop rather than with whichever request came first; the
+// time the requests take to arrive still counts. The models are stories260K (a
 // 260K-parameter model whose steps take about a millisecond, where fixed
 // per-token costs show most) and a synthetic Llama of 4 layers with
 // Llama 3's 128k vocabulary in Q8_0 (the output layer makes steps of
@@ -68,17 +73,22 @@ func BenchmarkThroughput(b *testing.B) {
 					name string
 					run  func() error
 				}{{"engine", r.engineLoop}, {"sched", r.viaScheduler}, {"http", r.viaHTTP}}
-				for _, p := range paths { // warm up: connections, caches, buffers
+				r.tokens = 4 // warm up: connections, caches, buffers, mapped weights
+				for _, p := range paths {
 					if err := p.run(); err != nil {
 						b.Fatalf("%s: %v", p.name, err)
 					}
 				}
+				r.tokens = benchTokens
+				// Each iteration runs every path twice, in the order
+				// engine, sched, http, http, sched, engine, so that a
+				// drift in the machine's load falls on all of them alike.
+				order := []int{0, 1, 2, 2, 1, 0}
 				spent := make([]time.Duration, len(paths))
 				steps := make([]int64, len(paths))
 				iter := 0
 				for b.Loop() {
-					for k := range paths {
-						i := (iter + k) % len(paths)
+					for _, i := range order {
 						s0 := r.steps.steps.Load()
 						start := time.Now()
 						if err := paths[i].run(); err != nil {
@@ -89,7 +99,8 @@ func BenchmarkThroughput(b *testing.B) {
 					}
 					iter++
 				}
-				tokens := float64(iter * streams * benchTokens)
+				runs := 2 * iter // of each path
+				tokens := float64(runs * streams * benchTokens)
 				rate := make([]float64, len(paths))
 				for i, p := range paths {
 					rate[i] = tokens / spent[i].Seconds()
@@ -99,8 +110,8 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(rate[2]/rate[0], "http/engine")
 				// Forward steps per batch beyond the engine loop's benchTokens:
 				// requests that join or end a few steps apart.
-				b.ReportMetric(float64(steps[1])/float64(iter)-benchTokens, "sched-extra-steps")
-				b.ReportMetric(float64(steps[2])/float64(iter)-benchTokens, "http-extra-steps")
+				b.ReportMetric(float64(steps[1])/float64(runs)-benchTokens, "sched-extra-steps")
+				b.ReportMetric(float64(steps[2])/float64(runs)-benchTokens, "http-extra-steps")
 			})
 		}
 	}
@@ -141,13 +152,24 @@ func tinyBPEModel(b *testing.B) string {
 	return path
 }
 
-// countingEngine counts the forward steps of an engine.
+// countingEngine counts the forward steps of an engine, and can hold the
+// first step of a batch until the whole batch has reached the scheduler.
 type countingEngine struct {
 	decode.Engine
 	steps atomic.Int64
+	sched *decode.Scheduler // whose requests hold counts
+	hold  atomic.Int64      // when > 0, the next step waits for this many pending requests
 }
 
 func (e *countingEngine) Forward(b *decode.Batch, out []float32) error {
+	if n := e.hold.Swap(0); n > 0 {
+		// A request that failed before reaching the scheduler shows in
+		// the results; the deadline only keeps the others from hanging.
+		deadline := time.Now().Add(5 * time.Second)
+		for e.sched.Pending() < int(n) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
 	e.steps.Add(1)
 	return e.Engine.Forward(b, out)
 }
@@ -162,8 +184,8 @@ type benchRig struct {
 	url     string          // the HTTP server's completions endpoint
 	client  *http.Client    // keeps one connection per stream
 	streams int
+	tokens  int // generated per stream
 	params  decode.SamplerParams
-	body    string // the streamed completion request
 }
 
 type tokVocab struct{ t *tokenizer.Tokenizer }
@@ -196,6 +218,7 @@ func newBenchRig(b *testing.B, path string, streams int) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
+	counted.sched = sched
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -216,14 +239,12 @@ func newBenchRig(b *testing.B, path string, streams int) *benchRig {
 	b.Cleanup(srv.Close)
 	transport := &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}
 	b.Cleanup(transport.CloseIdleConnections)
-	const seed = 1
 	return &benchRig{
 		eng: counted, steps: counted, tok: tok, sched: sched, ctx: ctx, streams: streams,
 		url:    srv.URL + "/v1/completions",
 		client: &http.Client{Transport: transport},
-		params: decode.SamplerParams{Temperature: 0, Seed: seed},
-		body: fmt.Sprintf(`{"prompt":[%d],"max_tokens":%d,"temperature":0,"seed":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
-			tok.BOS(), benchTokens, seed),
+		tokens: benchTokens,
+		params: decode.SamplerParams{Temperature: 0, Seed: 1},
 	}
 }
 
@@ -242,7 +263,7 @@ func (r *benchRig) engineLoop() error {
 		next[s] = r.tok.BOS()
 	}
 	var batch decode.Batch
-	for pos := range benchTokens {
+	for pos := range r.tokens {
 		batch.Reset()
 		for s, t := range next {
 			batch.Add(t, int32(pos), int32(s), true)
@@ -264,7 +285,7 @@ func (r *benchRig) engineLoop() error {
 
 // viaScheduler submits the batch to the scheduler and reads every stream.
 func (r *benchRig) viaScheduler() error {
-	req := decode.Request{Prompt: []int32{r.tok.BOS()}, MaxTokens: benchTokens, Sampling: r.params, IgnoreEOS: true}
+	req := decode.Request{Prompt: []int32{r.tok.BOS()}, MaxTokens: r.tokens, Sampling: r.params, IgnoreEOS: true}
 	return r.concurrently(func() error {
 		st, err := r.sched.Submit(r.ctx, req)
 		if err != nil {
@@ -279,7 +300,7 @@ func (r *benchRig) viaScheduler() error {
 				if ev.Err != nil {
 					return ev.Err
 				}
-				return checkUsage(ev.Usage.CompletionTokens)
+				return r.checkUsage(ev.Usage.CompletionTokens)
 			}
 		}
 	})
@@ -287,8 +308,10 @@ func (r *benchRig) viaScheduler() error {
 
 // viaHTTP streams the batch as completions over HTTP.
 func (r *benchRig) viaHTTP() error {
+	body := fmt.Sprintf(`{"prompt":[%d],"max_tokens":%d,"temperature":0,"seed":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
+		r.tok.BOS(), r.tokens, r.params.Seed)
 	return r.concurrently(func() error {
-		resp, err := r.client.Post(r.url, "application/json", strings.NewReader(r.body))
+		resp, err := r.client.Post(r.url, "application/json", strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -321,12 +344,15 @@ func (r *benchRig) viaHTTP() error {
 		if err := json.Unmarshal(last, &chunk); err != nil || chunk.Usage == nil {
 			return fmt.Errorf("last chunk %q has no usage (%v)", last, err)
 		}
-		return checkUsage(chunk.Usage.CompletionTokens)
+		return r.checkUsage(chunk.Usage.CompletionTokens)
 	})
 }
 
-// concurrently runs one call of fn per stream at once and returns the first error.
+// concurrently runs one call of fn per stream at once and returns the
+// first error. The scheduler's first step waits until every request is in,
+// so that the batch starts together as in engineLoop.
 func (r *benchRig) concurrently(fn func() error) error {
+	r.steps.hold.Store(int64(r.streams))
 	errs := make([]error, r.streams)
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -341,9 +367,9 @@ func (r *benchRig) concurrently(fn func() error) error {
 	return nil
 }
 
-func checkUsage(generated int) error {
-	if generated != benchTokens {
-		return fmt.Errorf("%d tokens generated, want %d", generated, benchTokens)
+func (r *benchRig) checkUsage(generated int) error {
+	if generated != r.tokens {
+		return fmt.Errorf("%d tokens generated, want %d", generated, r.tokens)
 	}
 	return nil
 }

@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 COUNT=${COUNT:-3}
 BENCHTIME=${BENCHTIME:-3s}
 LOG=${LOG:-$(mktemp -t bench-http.XXXXXX.txt)}
+echo "load before: $(uptime)"
 go test ./httpapi -run '^$' -bench "${1:-Throughput}" -count "$COUNT" -benchtime "$BENCHTIME" -timeout 60m | tee "$LOG"
 echo
+echo "load after: $(uptime)"
 echo "medians of $COUNT runs (raw output: $LOG)"
 awk '
 function median(key,   n, i, j, v, t) {

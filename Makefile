@@ -53,3 +53,16 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# CUDA path (build tag cuda). `make kernels` recompiles kernels/*.cu into the
+# embedded kernels/fatbin (needs nvcc: ../shared/tools/install-cuda-toolkit.sh).
+# `make test-cuda` checks the fat binaries are fresh, builds the cuda test
+# binaries into .gpu/ and, where a GPU is present, runs them; it ends with
+# "N passed, N failed".
+.PHONY: kernels test-cuda
+kernels:
+	bash scripts/gpu-fatbin.sh
+
+test-cuda:
+	bash scripts/gpu-fatbin-check.sh
+	bash scripts/gpu-test.sh

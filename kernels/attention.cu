@@ -22,38 +22,43 @@ extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__
   }
 }
 
-// attention: out[b, h, :] = softmax(scale * q[b, h]·K[t]) over t ≤ pos[b]
-// of V[t], K and V being the cache of seq[b] at KV head h / (heads/kvHeads).
-// Grid (B, heads), ATT_WARPS warps; warp w takes positions w, w+ATT_WARPS,
-// ... with an online softmax, then the warps' partial results are merged.
+// attention_part: for token b, head h and split s of the positions
+// 0..pos[b] (split s covers the s-th of `splits` equal ranges), the
+// online-softmax partial result over that range: the running max m, the
+// sum l of exp(score - m) and the unnormalized weighted sum of V, written
+// to part[((b*heads + h)*splits + s)*(headDim + 2) + ...] as
+// acc[0..headDim), m, l. Grid (B, heads, splits), ATT_WARPS warps; warp w
+// takes positions w, w+ATT_WARPS, ... of the range.
 extern "C" __global__ void __launch_bounds__(32 * ATT_WARPS)
-    attention(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
-              float *__restrict__ out, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
-              int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
+    attention_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
+                   float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                   int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
   __shared__ float sm[ATT_WARPS], sl[ATT_WARPS];
   __shared__ float sacc[ATT_WARPS][32 * ATT_MAXD];
-  const int b = blockIdx.x, h = blockIdx.y;
+  const int b = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int s = seq[b], p = pos[b];
-  float *o = out + ((size_t)b * heads + h) * headDim;
-  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
-    for (int d = threadIdx.x; d < headDim; d += blockDim.x) o[d] = 0.f;
-    return;
+  float *o = part + (((size_t)b * heads + h) * splits + split) * (headDim + 2);
+  int t0 = 0, t1 = 0; // positions [t0, t1) of this split
+  if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
+    const int per = (p + splits) / splits; // ceil((p+1)/splits)
+    t0 = min(split * per, p + 1);
+    t1 = min(t0 + per, p + 1);
   }
   const int kvdim = kvHeads * headDim;
   const int kvh = h / (heads / kvHeads);
   const float *qh = q + ((size_t)b * heads + h) * headDim;
-  const float *K = kc + (size_t)s * ctx * kvdim + (size_t)kvh * headDim;
-  const float *V = vc + (size_t)s * ctx * kvdim + (size_t)kvh * headDim;
+  const float *K = kc + ((size_t)max(s, 0) * ctx) * kvdim + (size_t)kvh * headDim;
+  const float *V = vc + ((size_t)max(s, 0) * ctx) * kvdim + (size_t)kvh * headDim;
   float qr[ATT_MAXD], acc[ATT_MAXD];
 #pragma unroll
   for (int i = 0; i < ATT_MAXD; i++) {
     const int d = lane + 32 * i;
-    qr[i] = d < headDim ? qh[d] * scale : 0.f;
+    qr[i] = d < headDim && t1 > t0 ? qh[d] * scale : 0.f;
     acc[i] = 0.f;
   }
   float m = -INFINITY, l = 0.f;
-  for (int t = warp; t <= p; t += ATT_WARPS) {
+  for (int t = t0 + warp; t < t1; t += ATT_WARPS) {
     const float *kt = K + (size_t)t * kvdim;
     float sc = 0.f;
 #pragma unroll
@@ -81,16 +86,50 @@ extern "C" __global__ void __launch_bounds__(32 * ATT_WARPS)
   float M = -INFINITY;
 #pragma unroll
   for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm[w]);
-  float L = 0.f, f[ATT_WARPS];
+  float f[ATT_WARPS];
 #pragma unroll
-  for (int w = 0; w < ATT_WARPS; w++) {
-    f[w] = sm[w] == -INFINITY ? 0.f : expf(sm[w] - M);
-    L += sl[w] * f[w];
-  }
+  for (int w = 0; w < ATT_WARPS; w++) f[w] = sm[w] == -INFINITY ? 0.f : expf(sm[w] - M);
   for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
     float v = 0.f;
 #pragma unroll
     for (int w = 0; w < ATT_WARPS; w++) v += sacc[w][d] * f[w];
+    o[d] = v;
+  }
+  if (threadIdx.x == 0) {
+    float L = 0.f;
+#pragma unroll
+    for (int w = 0; w < ATT_WARPS; w++) L += sl[w] * f[w];
+    o[headDim] = M;
+    o[headDim + 1] = L;
+  }
+}
+
+// attention_merge: out[b, h, :] = the softmax-weighted sum of V over all
+// positions, merged from the splits' partial results; zeros for padding
+// tokens. Grid (B, heads), any block size.
+extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
+                                           const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                                           int headDim, int splits, int ctx, int maxSeqs) {
+  const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b];
+  float *o = out + ((size_t)b * heads + h) * headDim;
+  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) o[d] = 0.f;
+    return;
+  }
+  const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
+  float M = -INFINITY;
+  for (int i = 0; i < splits; i++) M = fmaxf(M, pt[i * (headDim + 2) + headDim]);
+  float L = 0.f;
+  for (int i = 0; i < splits; i++) {
+    const float m = pt[i * (headDim + 2) + headDim];
+    if (m != -INFINITY) L += pt[i * (headDim + 2) + headDim + 1] * expf(m - M);
+  }
+  for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+    float v = 0.f;
+    for (int i = 0; i < splits; i++) {
+      const float m = pt[i * (headDim + 2) + headDim];
+      if (m != -INFINITY) v += pt[i * (headDim + 2) + d] * expf(m - M);
+    }
     o[d] = v / L;
   }
 }

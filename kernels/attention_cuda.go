@@ -12,21 +12,21 @@ import (
 // MaxHeadDim is the largest head size the attention kernel takes.
 const MaxHeadDim = 256
 
-// KVCache is one layer's key and value cache on the device:
+// DevKVCache is one layer's key and value cache on the device:
 // [MaxSeqs][Ctx][KVHeads*HeadDim] f32 each.
-type KVCache struct {
+type DevKVCache struct {
 	K, V             cuda.DevPtr
 	MaxSeqs, Ctx     int
 	KVHeads, HeadDim int
 }
 
 // KVDim is the cache width per position.
-func (c KVCache) KVDim() int { return c.KVHeads * c.HeadDim }
+func (c DevKVCache) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // Bytes is the size of the K (or V) half.
-func (c KVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
+func (c DevKVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
 
-func (c KVCache) check(op string) error {
+func (c DevKVCache) check(op string) error {
 	if c.MaxSeqs < 1 || c.Ctx < 1 || c.KVHeads < 1 || c.HeadDim < 1 || c.HeadDim > MaxHeadDim || c.K == 0 || c.V == 0 {
 		return fmt.Errorf("kernels: %s: cache %d seqs × %d positions × %d heads of %d (head ≤ %d)",
 			op, c.MaxSeqs, c.Ctx, c.KVHeads, c.HeadDim, MaxHeadDim)
@@ -36,7 +36,7 @@ func (c KVCache) check(op string) error {
 
 // KVStore writes k[b, :] and v[b, :] (B × KVDim) to the cache at position
 // pos[b] of sequence seq[b]; tokens with seq[b] < 0 are skipped.
-func (d *Device) KVStore(c KVCache, k, v F32, pos, seq I32) error {
+func (d *Device) KVStore(c DevKVCache, k, v DevF32, pos, seq DevI32) error {
 	if err := c.check("kv_store"); err != nil {
 		return err
 	}
@@ -49,11 +49,24 @@ func (d *Device) KVStore(c KVCache, k, v F32, pos, seq I32) error {
 		cuda.I(c.KVDim()), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
 }
 
+// attentionSplits is how many ranges the positions of one token's
+// attention are split into (one block each): enough to fill the device at
+// long contexts. It depends on the cache size only, so a captured graph
+// stays valid as sequences grow.
+func attentionSplits(c DevKVCache) int { return min(max(c.Ctx/64, 1), 32) }
+
+// AttentionScratch is the number of floats of scratch Attention needs for
+// rows tokens of heads heads.
+func AttentionScratch(c DevKVCache, rows, heads int) int {
+	return rows * heads * attentionSplits(c) * (c.HeadDim + 2)
+}
+
 // Attention writes, for each token b and head h, the softmax(q·K/√HeadDim)
 // weighted sum of V over positions 0..pos[b] of sequence seq[b] to out;
 // q and out are B × heads*HeadDim, and heads a multiple of c.KVHeads.
-// Tokens with seq[b] < 0 get zeros.
-func (d *Device) Attention(c KVCache, q, out F32, heads int, pos, seq I32) error {
+// Tokens with seq[b] < 0 get zeros. scratch holds the partial results of
+// the position ranges (AttentionScratch floats at least).
+func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32) error {
 	if err := c.check("attention"); err != nil {
 		return err
 	}
@@ -62,8 +75,17 @@ func (d *Device) Attention(c KVCache, q, out F32, heads int, pos, seq I32) error
 		return fmt.Errorf("kernels: attention: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs",
 			q.Rows, q.Cols, out.Rows, out.Cols, heads, c.KVHeads, c.HeadDim, pos.Len, seq.Len)
 	}
+	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
+		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
+	}
+	splits := attentionSplits(c)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	return d.launch("attention", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 128}, 0,
-		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale))
+	if err := d.launch("attention_part", cuda.Dim3{X: q.Rows, Y: heads, Z: splits}, cuda.Dim3{X: 128}, 0,
+		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale)); err != nil {
+		return err
+	}
+	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
+		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(c.HeadDim),
+		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
 }

@@ -18,6 +18,7 @@ func TestKVStoreAttention(t *testing.T) {
 		{32, 8, 128, 512},
 		{2, 1, 256, 70},
 		{3, 1, 80, 33},
+		{16, 4, 128, 2048},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d_kv%d_d%d", c.heads, c.kvHeads, c.headDim), func(t *testing.T) {
@@ -27,7 +28,7 @@ func TestKVStoreAttention(t *testing.T) {
 			kc := randF32(rng, maxSeqs*c.ctx*kvdim)
 			vc := randF32(rng, maxSeqs*c.ctx*kvdim)
 			kb, vb := g.f32(kc, maxSeqs*c.ctx, kvdim), g.f32(vc, maxSeqs*c.ctx, kvdim)
-			cache := KVCache{K: kb.Ptr, V: vb.Ptr, MaxSeqs: maxSeqs, Ctx: c.ctx, KVHeads: c.kvHeads, HeadDim: c.headDim}
+			cache := DevKVCache{K: kb.Ptr, V: vb.Ptr, MaxSeqs: maxSeqs, Ctx: c.ctx, KVHeads: c.kvHeads, HeadDim: c.headDim}
 			// Tokens: two of sequence 0 (a prefill pair), one each of 1 and
 			// 2, and a padding token.
 			pos := []int32{5, 6, int32(c.ctx - 1), 0, 0}
@@ -40,7 +41,8 @@ func TestKVStoreAttention(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := g.poisoned(b, c.heads*c.headDim)
-			if err := dev.Attention(cache, g.f32(q, b, c.heads*c.headDim), out, c.heads, pd, sd); err != nil {
+			scratch := g.poisoned(1, AttentionScratch(cache, b, c.heads))
+			if err := dev.Attention(cache, g.f32(q, b, c.heads*c.headDim), out, c.heads, pd, sd, scratch); err != nil {
 				t.Fatal(err)
 			}
 			for i := range pos {
@@ -51,8 +53,8 @@ func TestKVStoreAttention(t *testing.T) {
 				copy(kc[dst:dst+kvdim], k[i*kvdim:])
 				copy(vc[dst:dst+kvdim], v[i*kvdim:])
 			}
-			checkNMSE(t, "kv_store K", read(t, kb), f64(kc), 0)
-			checkNMSE(t, "kv_store V", read(t, vb), f64(vc), 0)
+			checkNMSE(t, "kv_store K", read(t, kb), to64(kc), 0)
+			checkNMSE(t, "kv_store V", read(t, vb), to64(vc), 0)
 			want := make([]float64, b*c.heads*c.headDim)
 			scale := 1 / math.Sqrt(float64(c.headDim))
 			for i := 0; i < b; i++ {
@@ -92,14 +94,6 @@ func TestKVStoreAttention(t *testing.T) {
 	}
 }
 
-func f64(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
-}
-
 // TestGraph captures a chain of kernels, checks that replays compute what
 // eager launches do, changes one kernel argument in the instance, and
 // re-captures with cuGraphExecUpdate.
@@ -120,7 +114,7 @@ func TestGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer graph.Destroy()
-	ref := f64(a)
+	ref := to64(a)
 	replay := func() {
 		for i := range ref {
 			v := ref[i] + float64(bias[i])
@@ -163,7 +157,7 @@ func TestGraph(t *testing.T) {
 	if err := graph.Launch(); err != nil {
 		t.Fatal(err)
 	}
-	checkNMSE(t, "bias redirected by SetKernelArg", read(t, other), f64(bias), 1e-12)
+	checkNMSE(t, "bias redirected by SetKernelArg", read(t, other), to64(bias), 1e-12)
 
 	if err := graph.Recapture(step); err != nil {
 		t.Fatal(err)
@@ -184,7 +178,7 @@ func BenchmarkAttention(b *testing.B) {
 			kvdim := kvHeads * hd
 			kb := g.f32(randF32(rng, batch*ctx*kvdim), batch*ctx, kvdim)
 			vb := g.f32(randF32(rng, batch*ctx*kvdim), batch*ctx, kvdim)
-			cache := KVCache{K: kb.Ptr, V: vb.Ptr, MaxSeqs: batch, Ctx: ctx, KVHeads: kvHeads, HeadDim: hd}
+			cache := DevKVCache{K: kb.Ptr, V: vb.Ptr, MaxSeqs: batch, Ctx: ctx, KVHeads: kvHeads, HeadDim: hd}
 			pos, seq := make([]int32, batch), make([]int32, batch)
 			for i := range pos {
 				pos[i], seq[i] = int32(ctx-1), int32(i)
@@ -192,10 +186,11 @@ func BenchmarkAttention(b *testing.B) {
 			q := g.f32(randF32(rng, batch*heads*hd), batch, heads*hd)
 			out := g.poisoned(batch, heads*hd)
 			pd, sd := g.i32(pos), g.i32(seq)
+			scratch := g.poisoned(1, AttentionScratch(cache, batch, heads))
 			b.SetBytes(2 * int64(batch) * int64(ctx) * int64(kvdim) * 4)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dev.Attention(cache, q, out, heads, pd, sd); err != nil {
+				if err := dev.Attention(cache, q, out, heads, pd, sd, scratch); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -29,7 +29,7 @@ type Device struct {
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
 	"ops":       {"rms_norm", "add_bias", "add", "swiglu", "rope", "argmax"},
-	"attention": {"kv_store", "attention"},
+	"attention": {"kv_store", "attention_part", "attention_merge"},
 	"matvec":    nil,
 }
 

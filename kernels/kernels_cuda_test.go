@@ -50,7 +50,7 @@ func newBuffers(t testing.TB) *gpuBuffers {
 }
 
 // f32 uploads v as a rows × cols device array.
-func (g *gpuBuffers) f32(v []float32, rows, cols int) F32 {
+func (g *gpuBuffers) f32(v []float32, rows, cols int) DevF32 {
 	g.t.Helper()
 	if len(v) != rows*cols {
 		g.t.Fatalf("f32: %d values for %d×%d", len(v), rows, cols)
@@ -60,12 +60,12 @@ func (g *gpuBuffers) f32(v []float32, rows, cols int) F32 {
 		g.t.Fatal(err)
 	}
 	g.bufs = append(g.bufs, b)
-	return F32{b.Ptr(), rows, cols}
+	return DevF32{b.Ptr(), rows, cols}
 }
 
 // poisoned allocates a rows × cols array filled with NaN, so unwritten
 // outputs show.
-func (g *gpuBuffers) poisoned(rows, cols int) F32 {
+func (g *gpuBuffers) poisoned(rows, cols int) DevF32 {
 	g.t.Helper()
 	b, err := dev.Context().Alloc("test out", int64(rows*cols)*4)
 	if err != nil {
@@ -75,17 +75,17 @@ func (g *gpuBuffers) poisoned(rows, cols int) F32 {
 	if err := b.Fill32(0x7fc00000); err != nil {
 		g.t.Fatal(err)
 	}
-	return F32{b.Ptr(), rows, cols}
+	return DevF32{b.Ptr(), rows, cols}
 }
 
-func (g *gpuBuffers) i32(v []int32) I32 {
+func (g *gpuBuffers) i32(v []int32) DevI32 {
 	g.t.Helper()
 	b, err := cuda.Upload(dev.Context(), "test i32", v)
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	g.bufs = append(g.bufs, b)
-	return I32{b.Ptr(), len(v)}
+	return DevI32{b.Ptr(), len(v)}
 }
 
 func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
@@ -99,7 +99,7 @@ func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
 }
 
 // read copies a device array back.
-func read(t testing.TB, x F32) []float32 {
+func read(t testing.TB, x DevF32) []float32 {
 	t.Helper()
 	if err := dev.Sync(); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func read(t testing.TB, x F32) []float32 {
 	return out
 }
 
-func readI32(t testing.TB, x I32) []int32 {
+func readI32(t testing.TB, x DevI32) []int32 {
 	t.Helper()
 	if err := dev.Sync(); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func randF32(rng *rand.Rand, n int) []float32 {
 
 // nmse is Σ(got−want)²/Σwant², or +Inf when got has a NaN (an unwritten or
 // broken output).
-func nmse(got []float32, want []float64) float64 {
+func gpuNMSE(got []float32, want []float64) float64 {
 	var num, den float64
 	for i, w := range want {
 		g := float64(got[i])
@@ -156,7 +156,7 @@ func checkNMSE(t *testing.T, what string, got []float32, want []float64, tol flo
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
 	}
-	e := nmse(got, want)
+	e := gpuNMSE(got, want)
 	if e <= tol {
 		return
 	}

@@ -10,90 +10,98 @@ import (
 	"llmserve/gguf"
 )
 
-// colsFor is a row length that is several blocks of t.
-func colsFor(t gguf.Type) int {
-	if t.BlockSize() == gguf.QK_K {
-		return 3 * gguf.QK_K
+// colsFor lists row lengths to test for t: several blocks, and for float
+// types also a length that is not a multiple of 32.
+func colsFor(t gguf.Type) []int {
+	switch {
+	case t.BlockSize() == gguf.QK_K:
+		return []int{3 * gguf.QK_K}
+	case isFloatType(t):
+		return []int{448, 172}
 	}
-	return 448
+	return []int{448}
 }
 
 func TestGetRows(t *testing.T) {
 	for _, typ := range matvecTypes {
-		t.Run(typ.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, uint64(typ)))
-			g := newBuffers(t)
-			rows, cols := 9, colsFor(typ)
-			data := randomRows(rng, typ, rows, cols)
-			rb, _ := typ.RowBytes(int64(cols))
-			w := Matrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
-			ids := []int32{3, 0, 8, 3, -1, 9}
-			out := g.poisoned(len(ids), cols)
-			if err := dev.GetRows(w, g.i32(ids), out); err != nil {
-				t.Fatal(err)
-			}
-			var want []float64
-			for _, id := range ids {
-				if id < 0 || int(id) >= rows {
-					want = append(want, make([]float64, cols)...)
-					continue
+		for _, cols := range colsFor(typ) {
+			t.Run(fmt.Sprintf("%v/cols%d", typ, cols), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, uint64(typ)))
+				g := newBuffers(t)
+				rows := 9
+				data := randomRows(rng, typ, rows, cols)
+				rb, _ := typ.RowBytes(int64(cols))
+				w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+				ids := []int32{3, 0, 8, 3, -1, 9}
+				out := g.poisoned(len(ids), cols)
+				if err := dev.GetRows(w, g.i32(ids), out); err != nil {
+					t.Fatal(err)
 				}
-				want = append(want, refDequant(typ, data[int64(id)*rb:int64(id+1)*rb], cols)...)
-			}
-			// Dequantization is exact up to the rounding of one or two
-			// products, fused or not.
-			checkNMSE(t, "get_rows", read(t, out), want, 1e-12)
-		})
+				var want []float64
+				for _, id := range ids {
+					if id < 0 || int(id) >= rows {
+						want = append(want, make([]float64, cols)...)
+						continue
+					}
+					want = append(want, refDequantRow(typ, data[int64(id)*rb:int64(id+1)*rb], cols)...)
+				}
+				// Dequantization is exact up to the rounding of one or two
+				// products, fused or not.
+				checkNMSE(t, "get_rows", read(t, out), want, 1e-12)
+			})
+		}
 	}
 }
 
 func TestMatVec(t *testing.T) {
 	for _, typ := range matvecTypes {
-		for _, b := range []int{1, 2, 3, 7, 8, 13, 64} {
-			t.Run(fmt.Sprintf("%v/B%d", typ, b), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(uint64(b), uint64(typ)))
-				g := newBuffers(t)
-				rows, cols := 67, colsFor(typ)
-				data := randomRows(rng, typ, rows, cols)
-				rb, _ := typ.RowBytes(int64(cols))
-				x := randF32(rng, b*cols)
-				w := Matrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
-				y := g.poisoned(b, rows)
-				if err := dev.MatVec(w, g.f32(x, b, cols), y); err != nil {
-					t.Fatal(err)
-				}
-				want := make([]float64, b*rows)
-				for r := 0; r < rows; r++ {
-					wr := refDequant(typ, data[int64(r)*rb:int64(r+1)*rb], cols)
-					for j := 0; j < b; j++ {
-						var s float64
-						for k, v := range wr {
-							s += v * float64(x[j*cols+k])
-						}
-						want[j*rows+r] = s
+		for _, cols := range colsFor(typ) {
+			for _, b := range []int{1, 2, 3, 7, 8, 13, 64} {
+				t.Run(fmt.Sprintf("%v/cols%d/B%d", typ, cols, b), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(b), uint64(typ)))
+					g := newBuffers(t)
+					rows := 67
+					data := randomRows(rng, typ, rows, cols)
+					rb, _ := typ.RowBytes(int64(cols))
+					x := randF32(rng, b*cols)
+					w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+					y := g.poisoned(b, rows)
+					if err := dev.MatVec(w, g.f32(x, b, cols), y); err != nil {
+						t.Fatal(err)
 					}
-				}
-				checkNMSE(t, "matvec", read(t, y), want, 1e-6)
-			})
+					want := make([]float64, b*rows)
+					for r := 0; r < rows; r++ {
+						wr := refDequantRow(typ, data[int64(r)*rb:int64(r+1)*rb], cols)
+						for j := 0; j < b; j++ {
+							var s float64
+							for k, v := range wr {
+								s += v * float64(x[j*cols+k])
+							}
+							want[j*rows+r] = s
+						}
+					}
+					checkNMSE(t, "matvec", read(t, y), want, 1e-6)
+				})
+			}
 		}
 	}
 }
 
 func TestMatVecShapeErrors(t *testing.T) {
 	g := newBuffers(t)
-	w := Matrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 64, Ptr: g.bytes(make([]byte, 4*68))}
+	w := DevMatrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 64, Ptr: g.bytes(make([]byte, 4*68))}
 	x := g.poisoned(2, 64)
 	cases := []struct {
 		name string
-		w    Matrix
-		x, y F32
+		w    DevMatrix
+		x, y DevF32
 	}{
-		{"x width", w, F32{x.Ptr, 2, 32}, g.poisoned(2, 4)},
+		{"x width", w, DevF32{x.Ptr, 2, 32}, g.poisoned(2, 4)},
 		{"y width", w, x, g.poisoned(2, 5)},
 		{"batch mismatch", w, x, g.poisoned(3, 4)},
-		{"batch too large", w, F32{x.Ptr, MaxBatch + 1, 64}, F32{x.Ptr, MaxBatch + 1, 4}},
-		{"cols not chunks", Matrix{Type: gguf.TypeF32, Rows: 4, Cols: 40, Ptr: w.Ptr}, F32{x.Ptr, 1, 40}, F32{x.Ptr, 1, 4}},
-		{"unsupported type", Matrix{Type: gguf.TypeIQ2_XS, Rows: 4, Cols: 256, Ptr: w.Ptr}, F32{x.Ptr, 1, 256}, F32{x.Ptr, 1, 4}},
+		{"batch too large", w, DevF32{x.Ptr, MaxBatch + 1, 64}, DevF32{x.Ptr, MaxBatch + 1, 4}},
+		{"cols not chunks", DevMatrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 40, Ptr: w.Ptr}, DevF32{x.Ptr, 1, 40}, DevF32{x.Ptr, 1, 4}},
+		{"unsupported type", DevMatrix{Type: gguf.TypeIQ2_XS, Rows: 4, Cols: 256, Ptr: w.Ptr}, DevF32{x.Ptr, 1, 256}, DevF32{x.Ptr, 1, 4}},
 	}
 	for _, c := range cases {
 		if err := dev.MatVec(c.w, c.x, c.y); err == nil {
@@ -112,7 +120,7 @@ func BenchmarkMatVec(b *testing.B) {
 		rng := rand.New(rand.NewPCG(7, uint64(typ)))
 		g := newBuffers(b)
 		data := randomRows(rng, typ, rows, cols)
-		w := Matrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+		w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
 		x := g.f32(randF32(rng, MaxBatch*cols), MaxBatch, cols)
 		y := g.poisoned(MaxBatch, rows)
 		for _, batch := range []int{1, 8, 64} {

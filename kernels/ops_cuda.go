@@ -12,7 +12,7 @@ const elemBlock = 256 // threads per block of the element-wise kernels
 
 // RMSNorm writes x[r, :] / sqrt(mean(x[r, :]²) + eps) * w to out[r, :]; w is
 // 1 × x.Cols; out may be x.
-func (d *Device) RMSNorm(x, w, out F32, eps float32) error {
+func (d *Device) RMSNorm(x, w, out DevF32, eps float32) error {
 	if out.Rows != x.Rows || out.Cols != x.Cols || w.Len() != x.Cols || x.Rows < 1 {
 		return fmt.Errorf("kernels: rms_norm: x %d×%d, w %d values, out %d×%d", x.Rows, x.Cols, w.Len(), out.Rows, out.Cols)
 	}
@@ -25,7 +25,7 @@ func (d *Device) RMSNorm(x, w, out F32, eps float32) error {
 }
 
 // AddBias adds bias (1 × y.Cols) to every row of y.
-func (d *Device) AddBias(y, bias F32) error {
+func (d *Device) AddBias(y, bias DevF32) error {
 	if bias.Len() != y.Cols || y.Len() < 1 {
 		return fmt.Errorf("kernels: add_bias: y %d×%d, bias %d values", y.Rows, y.Cols, bias.Len())
 	}
@@ -35,7 +35,7 @@ func (d *Device) AddBias(y, bias F32) error {
 }
 
 // Add adds x to y element-wise (the residual connection).
-func (d *Device) Add(y, x F32) error {
+func (d *Device) Add(y, x DevF32) error {
 	if x.Rows != y.Rows || x.Cols != y.Cols || y.Len() < 1 {
 		return fmt.Errorf("kernels: add: y %d×%d, x %d×%d", y.Rows, y.Cols, x.Rows, x.Cols)
 	}
@@ -45,7 +45,7 @@ func (d *Device) Add(y, x F32) error {
 }
 
 // SwiGLU writes silu(gate) * up to out, element-wise; out may be gate or up.
-func (d *Device) SwiGLU(gate, up, out F32) error {
+func (d *Device) SwiGLU(gate, up, out DevF32) error {
 	if gate.Rows != up.Rows || gate.Cols != up.Cols || out.Rows != gate.Rows || out.Cols != gate.Cols || gate.Len() < 1 {
 		return fmt.Errorf("kernels: swiglu: gate %d×%d, up %d×%d, out %d×%d", gate.Rows, gate.Cols, up.Rows, up.Cols, out.Rows, out.Cols)
 	}
@@ -54,18 +54,18 @@ func (d *Device) SwiGLU(gate, up, out F32) error {
 		cuda.P(gate.Ptr), cuda.P(up.Ptr), cuda.P(out.Ptr), cuda.I(n))
 }
 
-// Rope describes a rotary position embedding.
-type Rope struct {
+// RopeParams describes a rotary position embedding.
+type RopeParams struct {
 	Heads, HeadDim int
 	Dim            int     // rotated values per head (≤ HeadDim, even)
 	Base           float32 // frequency base
 	Neox           bool    // pairs (i, i+Dim/2) instead of (2i, 2i+1)
-	Factors        F32     // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
+	Factors        DevF32  // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
 }
 
 // RoPE rotates x (B tokens × Heads*HeadDim, in place) by each token's
 // position pos[b].
-func (d *Device) RoPE(x F32, pos I32, r Rope) error {
+func (d *Device) RoPE(x DevF32, pos DevI32, r RopeParams) error {
 	if r.Heads < 1 || r.HeadDim < 1 || r.Dim < 2 || r.Dim%2 != 0 || r.Dim > r.HeadDim || r.Dim > 2048 ||
 		x.Cols != r.Heads*r.HeadDim || pos.Len != x.Rows || x.Rows < 1 {
 		return fmt.Errorf("kernels: rope: x %d×%d, %d positions, %d heads of %d, rotating %d",
@@ -85,7 +85,7 @@ func (d *Device) RoPE(x F32, pos I32, r Rope) error {
 
 // Argmax writes the index of the largest value of each row of x to out
 // (the smallest such index on ties).
-func (d *Device) Argmax(x F32, out I32) error {
+func (d *Device) Argmax(x DevF32, out DevI32) error {
 	if out.Len != x.Rows || x.Rows < 1 || x.Cols < 1 {
 		return fmt.Errorf("kernels: argmax: x %d×%d, out %d", x.Rows, x.Cols, out.Len)
 	}

@@ -13,7 +13,7 @@ import (
 	"llmserve/internal/cuda"
 )
 
-func TestRMSNorm(t *testing.T) {
+func TestCUDARMSNorm(t *testing.T) {
 	for _, n := range []int{8, 64, 200, 4096} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(2, uint64(n)))
@@ -46,18 +46,18 @@ func TestElementwise(t *testing.T) {
 	a, bias, c := randF32(rng, rows*cols), randF32(rng, cols), randF32(rng, rows*cols)
 	cases := []struct {
 		name string
-		run  func(g *gpuBuffers) (F32, error)
+		run  func(g *gpuBuffers) (DevF32, error)
 		want func(i int) float64
 	}{
-		{"add_bias", func(g *gpuBuffers) (F32, error) {
+		{"add_bias", func(g *gpuBuffers) (DevF32, error) {
 			y := g.f32(a, rows, cols)
 			return y, dev.AddBias(y, g.f32(bias, 1, cols))
 		}, func(i int) float64 { return float64(a[i]) + float64(bias[i%cols]) }},
-		{"add", func(g *gpuBuffers) (F32, error) {
+		{"add", func(g *gpuBuffers) (DevF32, error) {
 			y := g.f32(a, rows, cols)
 			return y, dev.Add(y, g.f32(c, rows, cols))
 		}, func(i int) float64 { return float64(a[i]) + float64(c[i]) }},
-		{"swiglu", func(g *gpuBuffers) (F32, error) {
+		{"swiglu", func(g *gpuBuffers) (DevF32, error) {
 			out := g.poisoned(rows, cols)
 			return out, dev.SwiGLU(g.f32(a, rows, cols), g.f32(c, rows, cols), out)
 		}, func(i int) float64 { x := float64(a[i]); return x / (1 + math.Exp(-x)) * float64(c[i]) }},
@@ -78,7 +78,7 @@ func TestElementwise(t *testing.T) {
 	}
 }
 
-func TestRoPE(t *testing.T) {
+func TestCUDARoPE(t *testing.T) {
 	cases := []struct {
 		headDim, dim int
 		neox         bool
@@ -99,7 +99,7 @@ func TestRoPE(t *testing.T) {
 			x := randF32(rng, b*heads*c.headDim)
 			pos := []int32{0, 1, 17, 255, 1000, 4095}
 			var ff []float32
-			r := Rope{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox}
+			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox}
 			if c.factors {
 				ff = make([]float32, c.dim/2)
 				for i := range ff {

@@ -158,3 +158,56 @@ func TestDot(t *testing.T) {
 		}
 	}
 }
+
+func TestAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, ks := range kernelSets {
+		for _, n := range []int{0, 1, 7, 8, 31, 64, 100, 4099} {
+			y, x := randVec(rng, n), randVec(rng, n+2)
+			a := float32(rng.NormFloat64())
+			want := make([]float64, n)
+			for i := range want {
+				want[i] = float64(y[i]) + float64(a)*float64(x[i])
+			}
+			ks.axpy(y, a, x)
+			if e := nmse(y, want); e > 1e-13 {
+				t.Errorf("%s n=%d: NMSE %.3g", ks.name, n, e)
+			}
+		}
+	}
+}
+
+func TestDotsAxpys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	cases := []struct{ hd, stride, n int }{
+		{64, 512, 1}, {64, 512, 7}, {128, 1024, 33}, {64, 64, 9}, {8, 24, 5}, {72, 100, 6}, {12, 12, 3}, {64, 512, 0},
+	}
+	for _, ks := range kernelSets {
+		for _, c := range cases {
+			q := randVec(rng, c.hd)
+			kv := randVec(rng, max(0, (c.n-1)*c.stride+c.hd))
+			out := make([]float32, c.n)
+			ks.dots(out, q, kv, c.stride)
+			want := make([]float64, c.n)
+			for p := range want {
+				for i := 0; i < c.hd; i++ {
+					want[p] += float64(q[i]) * float64(kv[p*c.stride+i])
+				}
+			}
+			if e := nmse(out, want); e > 1e-12 {
+				t.Errorf("%s dots %+v: NMSE %.3g", ks.name, c, e)
+			}
+			acc := randVec(rng, c.hd)
+			wsum := to64(acc)
+			for p := 0; p < c.n; p++ {
+				for i := 0; i < c.hd; i++ {
+					wsum[i] += float64(out[p]) * float64(kv[p*c.stride+i])
+				}
+			}
+			ks.axpys(acc, out, kv, c.stride)
+			if e := nmse(acc, wsum); e > 1e-12 {
+				t.Errorf("%s axpys %+v: NMSE %.3g", ks.name, c, e)
+			}
+		}
+	}
+}

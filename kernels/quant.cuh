@@ -23,18 +23,30 @@
 
 static __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 static __device__ __forceinline__ float bf2f(uint32_t h) { return __uint_as_float(h << 16); }
+// u2f is v (an integer below 2^23) minus bias (an integer constant) as a
+// float, exactly, with an integer OR and one float add instead of the
+// slower conversion instruction.
+static __device__ __forceinline__ float u2f(uint32_t v, float bias = 0.f) {
+  return __int_as_float(0x4B000000u | v) - (8388608.f + bias);
+}
+
+// b2f is byte k (0..3, a constant) of v minus bias (an integer constant)
+// as a float, exactly: one byte permute places the byte in the mantissa of
+// 2^23, one add removes 2^23 + bias.
+static __device__ __forceinline__ float b2f(uint32_t v, int k, float bias = 0.f) {
+  return __int_as_float(__byte_perm(v, 0x4B000000u, 0x7540 | k)) - (8388608.f + bias);
+}
+
+// ld16x2 reads 4 bytes at a 2-byte aligned address as one word.
+static __device__ __forceinline__ uint32_t ld16x2(const uint8_t *p) {
+  return *(const uint16_t *)p | ((uint32_t) * (const uint16_t *)(p + 2) << 16);
+}
+
 // ld16 and ld32 read 2- and 4-byte aligned words.
 static __device__ __forceinline__ uint32_t ld16(const uint8_t *p) { return *(const uint16_t *)p; }
 static __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return *(const uint32_t *)p; }
 // ld128 reads a 16-byte aligned vector.
 static __device__ __forceinline__ uint4 ld128(const uint8_t *p) { return __ldg((const uint4 *)p); }
-
-// bytes16 unpacks a 16-byte vector into its bytes.
-static __device__ __forceinline__ void bytes16(uint4 v, uint8_t *b) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 16; i++) b[i] = (w[i >> 2] >> (8 * (i & 3))) & 0xFF;
-}
 
 // load32bytes reads 32 bytes at a 2-byte aligned address.
 static __device__ __forceinline__ void load32bytes_a2(const uint8_t *p, uint8_t *b) {
@@ -46,20 +58,22 @@ static __device__ __forceinline__ void load32bytes_a2(const uint8_t *p, uint8_t 
   }
 }
 
-// load32bytes_a16 reads 32 bytes at a 16-byte aligned address.
-static __device__ __forceinline__ void load32bytes_a16(const uint8_t *p, uint8_t *b) {
-  bytes16(ld128(p), b);
-  bytes16(ld128(p + 16), b + 16);
+// byte_of is byte k (0..15, known only at run time) of a 16-byte vector,
+// picked with selects so the vector stays in registers.
+static __device__ __forceinline__ uint32_t byte_of(uint4 v, int k) {
+  const uint32_t w = k < 8 ? (k < 4 ? v.x : v.y) : (k < 12 ? v.z : v.w);
+  return (w >> (8 * (k & 3))) & 0xFF;
 }
 
-// k4scale is the 6-bit scale and min of sub-block j of a Q4_K/Q5_K block.
-static __device__ __forceinline__ void k4scale(const uint8_t *s, int j, float *sc, float *m) {
+// k4scale_hdr is the 6-bit scale and min of sub-block j (0..7) from the first 16 bytes of a Q4_K/Q5_K block
+// (d, dmin, scales) held in a vector.
+static __device__ __forceinline__ void k4scale_hdr(uint4 h, int j, float *sc, float *m) {
   if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
+    *sc = byte_of(h, 4 + j) & 63;
+    *m = byte_of(h, 8 + j) & 63;
   } else {
-    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    *sc = (byte_of(h, 8 + j) & 0xF) | ((byte_of(h, j) >> 6) << 4);
+    *m = (byte_of(h, 8 + j) >> 4) | ((byte_of(h, 4 + j) >> 6) << 4);
   }
 }
 
@@ -114,10 +128,10 @@ template <> struct Chunk<T_Q8_0> {
     const uint8_t *b = row + (size_t)c * 34;
     float d = h2f(ld16(b));
 #pragma unroll
-    for (int i = 0; i < 16; i++) {
-      uint32_t v = ld16(b + 2 + 2 * i);
-      w[2 * i] = d * (float)(int8_t)(v & 0xFF);
-      w[2 * i + 1] = d * (float)(int8_t)(v >> 8);
+    for (int i = 0; i < 8; i++) {
+      const uint32_t v = ld16x2(b + 2 + 4 * i) ^ 0x80808080u; // int8 + 128
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = d * b2f(v, k, 128.f);
     }
   }
 };
@@ -129,13 +143,13 @@ template <> struct Chunk<T_Q4_0> {
     const uint8_t *b = row + (size_t)c * 18;
     float d = h2f(ld16(b));
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-      uint32_t v = ld16(b + 2 + 2 * i);
+    for (int i = 0; i < 4; i++) {
+      const uint32_t v = ld16x2(b + 2 + 4 * i);
+      const uint32_t lo = v & 0x0F0F0F0Fu, hi = (v >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
-      for (int k = 0; k < 2; k++) {
-        uint32_t q = (v >> (8 * k)) & 0xFF;
-        w[2 * i + k] = d * ((int)(q & 0xF) - 8);
-        w[2 * i + k + 16] = d * ((int)(q >> 4) - 8);
+      for (int k = 0; k < 4; k++) {
+        w[4 * i + k] = d * b2f(lo, k, 8.f);
+        w[4 * i + k + 16] = d * b2f(hi, k, 8.f);
       }
     }
   }
@@ -153,8 +167,8 @@ template <> struct Chunk<T_Q4_1> {
 #pragma unroll
       for (int k = 0; k < 4; k++) {
         uint32_t q = (v >> (8 * k)) & 0xFF;
-        w[4 * i + k] = d * (float)(q & 0xF) + m;
-        w[4 * i + k + 16] = d * (float)(q >> 4) + m;
+        w[4 * i + k] = d * u2f(q & 0xF) + m;
+        w[4 * i + k + 16] = d * u2f(q >> 4) + m;
       }
     }
   }
@@ -174,8 +188,8 @@ template <> struct Chunk<T_Q5_0> {
       for (int k = 0; k < 2; k++) {
         int j = 2 * i + k;
         uint32_t q = (v >> (8 * k)) & 0xFF;
-        w[j] = d * ((int)((q & 0xF) | (((qh >> j) & 1) << 4)) - 16);
-        w[j + 16] = d * ((int)((q >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16);
+        w[j] = d * u2f((q & 0xF) | (((qh >> j) & 1) << 4), 16.f);
+        w[j + 16] = d * u2f((q >> 4) | (((qh >> (j + 16)) & 1) << 4), 16.f);
       }
     }
   }
@@ -195,8 +209,8 @@ template <> struct Chunk<T_Q5_1> {
       for (int k = 0; k < 4; k++) {
         int j = 4 * i + k;
         uint32_t q = (v >> (8 * k)) & 0xFF;
-        w[j] = d * (float)((q & 0xF) | (((qh >> j) & 1) << 4)) + m;
-        w[j + 16] = d * (float)((q >> 4) | (((qh >> (j + 16)) & 1) << 4)) + m;
+        w[j] = d * u2f((q & 0xF) | (((qh >> j) & 1) << 4)) + m;
+        w[j + 16] = d * u2f((q >> 4) | (((qh >> (j + 16)) & 1) << 4)) + m;
       }
     }
   }
@@ -223,7 +237,7 @@ template <> struct Chunk<T_Q2_K> {
       uint32_t sc = b[8 * n + 2 * j + h];
       float dl = d * (sc & 0xF), ml = dmin * (sc >> 4);
 #pragma unroll
-      for (int l = 0; l < 16; l++) w[16 * h + l] = dl * ((q[16 * h + l] >> (2 * j)) & 3) - ml;
+      for (int l = 0; l < 16; l++) w[16 * h + l] = dl * u2f((q[16 * h + l] >> (2 * j)) & 3) - ml;
     }
   }
 };
@@ -248,9 +262,9 @@ template <> struct Chunk<T_Q3_K> {
       float dl = d * scale(b + 96, 8 * n + 2 * j + h);
 #pragma unroll
       for (int l = 0; l < 16; l++) {
-        int v = (q[16 * h + l] >> (2 * j)) & 3;
-        if (!(hm[16 * h + l] & (1 << (4 * n + j)))) v -= 4;
-        w[16 * h + l] = dl * v;
+        // A set hmask bit adds 4 to the 2-bit value before the common -4.
+        const uint32_t v = ((q[16 * h + l] >> (2 * j)) & 3) | ((hm[16 * h + l] >> (4 * n + j)) & 1) << 2;
+        w[16 * h + l] = dl * u2f(v, 4.f);
       }
     }
   }
@@ -262,17 +276,20 @@ template <> struct Chunk<T_Q4_K> {
   static __device__ __forceinline__ void load(const uint8_t *row, int c, float *w) {
     const uint8_t *b = row + (size_t)(c >> 3) * 144;
     int s = c & 7;
-    uint8_t hdr[16];
-    bytes16(ld128(b), hdr);
-    float d = h2f(hdr[0] | (hdr[1] << 8)), dmin = h2f(hdr[2] | (hdr[3] << 8));
+    const uint4 hdr = ld128(b);
+    float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
-    k4scale(hdr + 4, s, &sc, &m);
-    float dl = d * sc, ml = dmin * m;
-    uint8_t q[32];
-    load32bytes_a16(b + 16 + 32 * (s >> 1), q);
-    int sh = 4 * (s & 1);
+    k4scale_hdr(hdr, s, &sc, &m);
+    const float dl = d * sc, ml = dmin * m;
+    const uint4 q0 = ld128(b + 16 + 32 * (s >> 1)), q1 = ld128(b + 32 + 32 * (s >> 1));
+    const uint32_t u[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const int sh = 4 * (s & 1);
 #pragma unroll
-    for (int l = 0; l < 32; l++) w[l] = dl * ((q[l] >> sh) & 0xF) - ml;
+    for (int i = 0; i < 8; i++) {
+      const uint32_t n = (u[i] >> sh) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = dl * b2f(n, k) - ml;
+    }
   }
 };
 
@@ -282,18 +299,22 @@ template <> struct Chunk<T_Q5_K> {
   static __device__ __forceinline__ void load(const uint8_t *row, int c, float *w) {
     const uint8_t *b = row + (size_t)(c >> 3) * 176;
     int s = c & 7;
-    uint8_t hdr[16];
-    bytes16(ld128(b), hdr);
-    float d = h2f(hdr[0] | (hdr[1] << 8)), dmin = h2f(hdr[2] | (hdr[3] << 8));
+    const uint4 hdr = ld128(b);
+    float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
     float sc, m;
-    k4scale(hdr + 4, s, &sc, &m);
-    float dl = d * sc, ml = dmin * m;
-    uint8_t q[32], qh[32];
-    load32bytes_a16(b + 48 + 32 * (s >> 1), q);
-    load32bytes_a16(b + 16, qh);
-    int sh = 4 * (s & 1);
+    k4scale_hdr(hdr, s, &sc, &m);
+    const float dl = d * sc, ml = dmin * m;
+    const uint4 q0 = ld128(b + 48 + 32 * (s >> 1)), q1 = ld128(b + 64 + 32 * (s >> 1));
+    const uint4 h0 = ld128(b + 16), h1 = ld128(b + 32);
+    const uint32_t u[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const uint32_t hb[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+    const int sh = 4 * (s & 1);
 #pragma unroll
-    for (int l = 0; l < 32; l++) w[l] = dl * (((q[l] >> sh) & 0xF) | (((qh[l] >> s) & 1) << 4)) - ml;
+    for (int i = 0; i < 8; i++) {
+      const uint32_t n = ((u[i] >> sh) & 0x0F0F0F0Fu) | (((hb[i] >> s) & 0x01010101u) << 4);
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = dl * b2f(n, k) - ml;
+    }
   }
 };
 
@@ -306,16 +327,15 @@ template <> struct Chunk<T_Q6_K> {
     const uint8_t *b = row + (size_t)(c >> 3) * 210;
     int s = c & 7, n = s >> 2, r = s & 3;
     float d = h2f(ld16(b + 208));
-    uint8_t ql[32], qh[32];
-    load32bytes_a2(b + 64 * n + 32 * (r & 1), ql);
-    load32bytes_a2(b + 128 + 32 * n, qh);
-    int shl = 4 * (r >> 1), shh = 2 * r;
-    float d0 = d * (float)(int8_t)b[192 + 8 * n + 2 * r];
-    float d1 = d * (float)(int8_t)b[192 + 8 * n + 2 * r + 1];
+    const uint8_t *ql = b + 64 * n + 32 * (r & 1), *qh = b + 128 + 32 * n;
+    const int shl = 4 * (r >> 1), shh = 2 * r;
+    const float d0 = d * (float)(int8_t)b[192 + 8 * n + 2 * r];
+    const float d1 = d * (float)(int8_t)b[192 + 8 * n + 2 * r + 1];
 #pragma unroll
-    for (int l = 0; l < 32; l++) {
-      int q = (int)(((ql[l] >> shl) & 0xF) | (((qh[l] >> shh) & 3) << 4)) - 32;
-      w[l] = (l < 16 ? d0 : d1) * q;
+    for (int i = 0; i < 8; i++) {
+      const uint32_t v = ((ld16x2(ql + 4 * i) >> shl) & 0x0F0F0F0Fu) | (((ld16x2(qh + 4 * i) >> shh) & 0x03030303u) << 4);
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[4 * i + k] = (i < 4 ? d0 : d1) * b2f(v, k, 32.f);
     }
   }
 };

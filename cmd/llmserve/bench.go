@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"llmserve/decode"
@@ -15,31 +18,41 @@ import (
 
 func init() { commands["bench"] = benchCmd }
 
-// benchResult is what one bench run measured.
+// benchResult is what one bench configuration measured.
 type benchResult struct {
-	prompt, gen     int
+	batch           int // sequences decoded together
+	prompt, gen     int // tokens per sequence
 	prefill, decode time.Duration
 }
 
 func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-t threads]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n tokens one at a\ntime after the prompt, batch 1) in tokens per second, like llama-bench's pp and tg.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.")
 		fs.PrintDefaults()
 	}
 	var path string
 	fs.StringVar(&path, "m", "", "GGUF model `file`")
 	fs.StringVar(&path, "model", "", "GGUF model `file`")
 	nPrompt := fs.Int("p", 512, "prompt tokens")
-	nGen := fs.Int("n", 128, "generated tokens")
-	threads := fs.Int("t", 0, "CPU threads (0 = all)")
+	nGen := fs.Int("n", 128, "generation steps")
+	batches := fs.String("B", "1", "comma-separated `batch sizes` (sequences decoded together)")
 	reps := fs.Int("r", 1, "repetitions (the best is reported)")
+	ec := engineConfig{GPULayers: -1, CUDAGraphs: true}
+	fs.IntVar(&ec.Threads, "t", 0, "CPU threads (0 = all)")
+	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
+	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if path == "" {
 		fs.Usage()
 		return errors.New("bench needs -m model.gguf")
+	}
+	ec.CUDAGraphs = !*noGraphs
+	sizes, err := parseInts(*batches)
+	if err != nil {
+		return fmt.Errorf("-B: %w", err)
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -50,52 +63,66 @@ func benchCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: *nPrompt + *nGen, Threads: *threads})
+	ec.Context, ec.MaxSeqs = *nPrompt+*nGen, slices.Max(sizes)
+	e, desc, err := openEngine(m, ec, func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	best := benchResult{prompt: *nPrompt, gen: *nGen}
-	for r := 0; r < max(*reps, 1); r++ {
-		res, err := benchOnce(e, *nPrompt, *nGen)
-		if err != nil {
-			return err
+	printBenchHeader(os.Stdout, path, f, desc)
+	for i, B := range sizes {
+		var best benchResult
+		for r := 0; r < max(*reps, 1); r++ {
+			res, err := benchOnce(e, B, *nPrompt, *nGen)
+			if err != nil {
+				return err
+			}
+			if r == 0 || res.prefill < best.prefill {
+				best.prefill = res.prefill
+			}
+			if r == 0 || res.decode < best.decode {
+				best.decode = res.decode
+			}
+			best.batch, best.prompt, best.gen = B, res.prompt, res.gen
 		}
-		if r == 0 || res.prefill < best.prefill {
-			best.prefill = res.prefill
-		}
-		if r == 0 || res.decode < best.decode {
-			best.decode = res.decode
-		}
+		printBench(os.Stdout, f, best, i == 0)
 	}
-	printBench(os.Stdout, path, f, best)
 	return nil
 }
 
-// benchOnce prefills nPrompt tokens, then generates nGen tokens greedily.
-func benchOnce(e decode.Engine, nPrompt, nGen int) (benchResult, error) {
+// benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs
+// nGen steps that each decode one token for each of B sequences.
+func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 	V := e.VocabSize()
 	var b decode.Batch
 	for i := 0; i < nPrompt; i++ {
 		b.Add(int32((i*7919+1)%V), int32(i), 0, i == nPrompt-1)
 	}
-	logits := make([]float32, V)
+	logits := make([]float32, B*V)
+	res := benchResult{batch: B, prompt: nPrompt, gen: nGen}
 	start := time.Now()
 	if nPrompt > 0 {
 		if err := e.Forward(&b, logits); err != nil {
 			return benchResult{}, err
 		}
 	}
-	res := benchResult{prompt: nPrompt, gen: nGen, prefill: time.Since(start)}
+	res.prefill = time.Since(start)
+	toks := make([]int32, B)
+	for s := range toks {
+		toks[s] = int32(1 + s)
+	}
 	start = time.Now()
-	tok := int32(1)
 	for i := 0; i < nGen; i++ {
 		b.Reset()
-		b.Add(tok, int32(nPrompt+i), 0, true)
+		for s := 0; s < B; s++ {
+			b.Add(toks[s], int32(nPrompt+i), int32(s), true)
+		}
 		if err := e.Forward(&b, logits); err != nil {
 			return benchResult{}, err
 		}
-		tok = int32(maxIndex(logits))
+		for s := range toks {
+			toks[s] = int32(maxIndex(logits[s*V : (s+1)*V]))
+		}
 	}
 	res.decode = time.Since(start)
 	return res, nil
@@ -111,18 +138,42 @@ func maxIndex(x []float32) int {
 	return best
 }
 
-func printBench(w io.Writer, path string, f *gguf.File, r benchResult) {
-	var weights int64
+// weightsPerToken is the bytes of weights a batch-1 decode step reads.
+func weightsPerToken(f *gguf.File) int64 {
+	var n int64
 	for i := range f.Tensors {
-		weights += readPerToken(f, &f.Tensors[i])
+		n += readPerToken(f, &f.Tensors[i])
 	}
+	return n
+}
+
+func printBenchHeader(w io.Writer, path string, f *gguf.File, engine string) {
 	ft, _ := f.Uint32("general.file_type")
-	fmt.Fprintf(w, "model %s (file type %d, %s read per token)\n", path, ft, human(weights))
-	if r.prompt > 0 {
-		fmt.Fprintf(w, "pp%d: %8.1f tok/s\n", r.prompt, float64(r.prompt)/r.prefill.Seconds())
+	weights := weightsPerToken(f)
+	fmt.Fprintf(w, "model %s (file type %d, %s of weights read per step), engine: %s\n", path, ft, human(weights), engine)
+}
+
+func printBench(w io.Writer, f *gguf.File, r benchResult, withPrefill bool) {
+	weights := float64(weightsPerToken(f))
+	if withPrefill && r.prompt > 0 {
+		fmt.Fprintf(w, "pp%d:        %9.1f tok/s\n", r.prompt, float64(r.prompt)/r.prefill.Seconds())
 	}
 	if r.gen > 0 {
-		tps := float64(r.gen) / r.decode.Seconds()
-		fmt.Fprintf(w, "tg%d: %8.1f tok/s  (%.2f GB/s of weights)\n", r.gen, tps, tps*float64(weights)/1e9)
+		steps := float64(r.gen) / r.decode.Seconds()
+		fmt.Fprintf(w, "tg%d B=%-3d  %9.1f tok/s  (%.1f steps/s, %.1f GB/s of weights; roofline at 4255 GB/s: %.0f steps/s)\n",
+			r.gen, r.batch, steps*float64(r.batch), steps, steps*weights/1e9, 4255e9/weights)
 	}
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"llmserve/decode"
+	"llmserve/model"
+)
+
+// errNoGPU says that this binary was built without GPU support.
+var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)")
+
+// engineConfig is what the commands' flags say about the engine.
+type engineConfig struct {
+	Context    int  // positions per sequence
+	MaxSeqs    int  // sequence slots
+	MaxBatch   int  // tokens per CPU step
+	Threads    int  // CPU threads
+	GPULayers  int  // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
+	CUDAGraphs bool // replay decode steps from captured CUDA graphs
+}
+
+// openEngine opens the GPU engine when the configuration asks for it and the
+// build and machine have one, else the CPU engine. warn receives every
+// fallback. It returns the engine and a short description of it.
+func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, string, error) {
+	if c.GPULayers != 0 {
+		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
+			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
+		}
+		e, err := openGPUEngine(m, c)
+		switch {
+		case err == nil:
+			desc := "GPU, CUDA graphs on"
+			if !c.CUDAGraphs {
+				desc = "GPU, CUDA graphs off"
+			}
+			return e, desc, nil
+		case c.GPULayers > 0 || !errors.Is(err, errNoGPU):
+			warn(fmt.Sprintf("GPU engine unavailable, running on the CPU: %v", err))
+		}
+	}
+	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads})
+	if err != nil {
+		return nil, "", err
+	}
+	return e, "CPU", nil
+}

@@ -1,0 +1,11 @@
+//go:build !cuda
+
+package main
+
+import (
+	"llmserve/decode"
+	"llmserve/model"
+)
+
+// openGPUEngine always fails in a build without the cuda tag.
+func openGPUEngine(*model.Model, engineConfig) (decode.Engine, error) { return nil, errNoGPU }

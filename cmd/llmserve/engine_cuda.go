@@ -1,0 +1,13 @@
+//go:build cuda
+
+package main
+
+import (
+	"llmserve/decode"
+	"llmserve/model"
+)
+
+// openGPUEngine opens the CUDA engine on device 0.
+func openGPUEngine(m *model.Model, c engineConfig) (decode.Engine, error) {
+	return decode.NewGPUEngine(m, decode.GPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs})
+}

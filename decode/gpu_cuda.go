@@ -1,0 +1,281 @@
+//go:build cuda
+
+package decode
+
+import (
+	"errors"
+	"fmt"
+
+	"llmserve/internal/cuda"
+	"llmserve/kernels"
+	"llmserve/model"
+)
+
+// GPUOptions sizes a GPU engine.
+type GPUOptions struct {
+	Device  int  // CUDA device ordinal
+	Context int  // positions per sequence; 0 = the model's trained context
+	MaxSeqs int  // sequence slots in the KV cache; 0 = 1
+	Graphs  bool // replay one captured CUDA graph per batch bucket instead of launching kernels one by one
+}
+
+// gpuBuckets are the step sizes a batch chunk is padded to; each has its
+// own graph. The largest is the most tokens one step runs.
+var gpuBuckets = []int{1, 2, 4, 8, 16, 32, 64}
+
+const gpuMaxBatch = 64
+
+// GPUEngine runs the forward pass of a model on a CUDA device. Weights stay
+// in their GGUF types; activations and the KV cache are f32. A step's inputs
+// (tokens, positions, sequence slots) live in one device buffer written
+// before the step, so a captured graph serves every step of its bucket with
+// no node updates: padding tokens carry sequence -1 and touch nothing.
+type GPUEngine struct {
+	m    *model.Model
+	opts GPUOptions
+	dev  *kernels.Device
+	w    gpuWeights
+
+	bufs   []*cuda.Buffer       // every allocation, freed by Close
+	kv     []kernels.DevKVCache // [layer]
+	s      gpuScratch           // device activations for gpuMaxBatch tokens
+	in     *cuda.Buffer         // [3][gpuMaxBatch] int32: tokens, positions, sequences
+	hostIn []int32              // [3*gpuMaxBatch] staging for in
+	logits []float32            // [gpuMaxBatch*Vocab] staging for the logits of one step
+	graphs map[int]*cuda.Graph  // by bucket, captured on first use
+}
+
+// gpuScratch holds device activations, each with gpuMaxBatch rows; a step
+// of B tokens uses the first B.
+type gpuScratch struct {
+	x, xn    kernels.DevF32 // [B, Embd] residual stream, normalized input
+	q, att   kernels.DevF32 // [B, Heads*HeadDim]
+	k, v     kernels.DevF32 // [B, KVHeads*HeadDim]
+	proj     kernels.DevF32 // [B, Embd]
+	gate, up kernels.DevF32 // [B, FFN]
+	logits   kernels.DevF32 // [B, Vocab]
+	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats)
+	tok, pos kernels.DevI32 // [B] views of in
+	seq      kernels.DevI32 // [B]
+}
+
+// NewGPUEngine uploads m to CUDA device opts.Device.
+func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
+	if opts.Context <= 0 {
+		opts.Context = m.CtxTrain
+	}
+	if opts.MaxSeqs <= 0 {
+		opts.MaxSeqs = 1
+	}
+	if m.HeadDim > kernels.MaxHeadDim || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
+		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
+	}
+	dev, err := kernels.OpenDevice(opts.Device)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}}
+	if err := e.init(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("decode: cuda: %w", err)
+	}
+	return e, nil
+}
+
+func (e *GPUEngine) init() error {
+	m, ctx := e.m, e.dev.Context()
+	w, wbuf, err := uploadWeights(ctx, m)
+	if err != nil {
+		return err
+	}
+	e.w = w
+	e.bufs = append(e.bufs, wbuf)
+	kvDim := m.KVHeads * m.HeadDim
+	for l := 0; l < len(m.Layers); l++ {
+		c := kernels.DevKVCache{MaxSeqs: e.opts.MaxSeqs, Ctx: e.opts.Context, KVHeads: m.KVHeads, HeadDim: m.HeadDim}
+		kb, err := e.alloc(fmt.Sprintf("blk.%d.cache_k", l), c.Bytes())
+		if err != nil {
+			return err
+		}
+		vb, err := e.alloc(fmt.Sprintf("blk.%d.cache_v", l), c.Bytes())
+		if err != nil {
+			return err
+		}
+		c.K, c.V = kb.Ptr(), vb.Ptr()
+		e.kv = append(e.kv, c)
+	}
+	B, qDim := gpuMaxBatch, m.Heads*m.HeadDim
+	f32 := func(name string, cols int) kernels.DevF32 {
+		if err != nil {
+			return kernels.DevF32{}
+		}
+		var b *cuda.Buffer
+		if b, err = e.alloc(name, int64(B)*int64(cols)*4); err != nil {
+			return kernels.DevF32{}
+		}
+		return kernels.DevF32{Ptr: b.Ptr(), Rows: B, Cols: cols}
+	}
+	e.s = gpuScratch{
+		x: f32("x", m.Embd), xn: f32("xn", m.Embd), q: f32("q", qDim), att: f32("att", qDim),
+		k: f32("k", kvDim), v: f32("v", kvDim), proj: f32("proj", m.Embd),
+		gate: f32("gate", m.FFN), up: f32("up", m.FFN), logits: f32("logits", m.Vocab),
+		attPart: f32("attention partials", kernels.AttentionScratch(e.kv[0], 1, m.Heads)),
+	}
+	if err != nil {
+		return err
+	}
+	if e.in, err = e.alloc("step inputs", int64(3*B*4)); err != nil {
+		return err
+	}
+	e.s.tok = kernels.DevI32{Ptr: e.in.Ptr(), Len: B}
+	e.s.pos = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(B)), Len: B}
+	e.s.seq = kernels.DevI32{Ptr: e.in.Ptr().Add(8 * int64(B)), Len: B}
+	e.hostIn = make([]int32, 3*B)
+	e.logits = make([]float32, B*m.Vocab)
+	return e.dev.Sync()
+}
+
+func (e *GPUEngine) alloc(name string, size int64) (*cuda.Buffer, error) {
+	b, err := e.dev.Context().Alloc(name, size)
+	if err != nil {
+		return nil, err
+	}
+	e.bufs = append(e.bufs, b)
+	return b, nil
+}
+
+// VocabSize is the number of logits per token.
+func (e *GPUEngine) VocabSize() int { return e.m.Vocab }
+
+// ContextSize is the number of positions per sequence.
+func (e *GPUEngine) ContextSize() int { return e.opts.Context }
+
+// MaxSeqs is the number of sequence slots.
+func (e *GPUEngine) MaxSeqs() int { return e.opts.MaxSeqs }
+
+// Close releases the graphs, the device memory and the context.
+func (e *GPUEngine) Close() error {
+	var errs []error
+	for _, g := range e.graphs {
+		errs = append(errs, g.Destroy())
+	}
+	e.graphs = nil
+	for _, b := range e.bufs {
+		errs = append(errs, b.Free())
+	}
+	e.bufs = nil
+	if e.dev != nil {
+		errs = append(errs, e.dev.Close())
+		e.dev = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Forward runs one step over b; see Engine. Batches of more than 64
+// tokens run in chunks of 64, in order.
+func (e *GPUEngine) Forward(b *Batch, out []float32) error {
+	n := b.Len()
+	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
+		return fmt.Errorf("decode: batch slices differ in length")
+	}
+	want := 0
+	for i := 0; i < n; i++ {
+		switch {
+		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= e.m.Vocab:
+			return fmt.Errorf("decode: token %d is outside the vocabulary of %d", b.Tokens[i], e.m.Vocab)
+		case b.Pos[i] < 0 || int(b.Pos[i]) >= e.opts.Context:
+			return fmt.Errorf("decode: position %d is outside the context of %d", b.Pos[i], e.opts.Context)
+		case b.Seq[i] < 0 || int(b.Seq[i]) >= e.opts.MaxSeqs:
+			return fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], e.opts.MaxSeqs)
+		}
+		if b.Logits[i] {
+			want++
+		}
+	}
+	if len(out) < want*e.m.Vocab {
+		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*e.m.Vocab)
+	}
+	return e.dev.Context().Do(func() error {
+		for lo := 0; lo < n; lo += gpuMaxBatch {
+			hi := min(lo+gpuMaxBatch, n)
+			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
+			got, err := e.chunk(&chunk, out)
+			if err != nil {
+				return fmt.Errorf("decode: cuda: %w", err)
+			}
+			out = out[got*e.m.Vocab:]
+		}
+		return nil
+	})
+}
+
+// bucket is the smallest step size that holds n tokens.
+func bucket(n int) int {
+	for _, b := range gpuBuckets {
+		if n <= b {
+			return b
+		}
+	}
+	return gpuMaxBatch
+}
+
+// chunk runs at most gpuMaxBatch tokens and copies the wanted logits to
+// out, returning the number of rows written.
+func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
+	n := b.Len()
+	B := bucket(n)
+	for i := 0; i < B; i++ {
+		tok, pos, seq := int32(0), int32(0), int32(-1)
+		if i < n {
+			tok, pos, seq = b.Tokens[i], b.Pos[i], b.Seq[i]
+		}
+		e.hostIn[i], e.hostIn[gpuMaxBatch+i], e.hostIn[2*gpuMaxBatch+i] = tok, pos, seq
+	}
+	if err := e.in.Write(0, cuda.AsBytes(e.hostIn)); err != nil {
+		return 0, err
+	}
+	if e.opts.Graphs {
+		g, ok := e.graphs[B]
+		if !ok {
+			var err error
+			if g, err = e.dev.Context().Capture(func() error { return e.step(B) }); err != nil {
+				return 0, fmt.Errorf("capture step of %d: %w", B, err)
+			}
+			e.graphs[B] = g
+		}
+		if err := g.Launch(); err != nil {
+			return 0, err
+		}
+	} else if err := e.step(B); err != nil {
+		return 0, err
+	}
+	V := e.m.Vocab
+	rows := 0
+	for i := 0; i < n; i++ {
+		if b.Logits[i] {
+			rows++
+		}
+	}
+	if rows == 0 {
+		return 0, e.dev.Sync()
+	}
+	// Read the logits of tokens [0, last wanted] and keep the wanted rows.
+	last := 0
+	for i := 0; i < n; i++ {
+		if b.Logits[i] {
+			last = i
+		}
+	}
+	host := e.logits[:(last+1)*V]
+	if err := e.dev.Context().ReadAt(e.s.logits.Ptr, cuda.AsBytes(host)); err != nil {
+		return 0, err
+	}
+	r := 0
+	for i := 0; i <= last; i++ {
+		if b.Logits[i] {
+			copy(out[r*V:(r+1)*V], host[i*V:(i+1)*V])
+			r++
+		}
+	}
+	return rows, nil
+}

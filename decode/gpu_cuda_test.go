@@ -1,0 +1,314 @@
+//go:build cuda
+
+package decode
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"llmserve/gguf"
+	"llmserve/internal/shared"
+	"llmserve/model"
+	"llmserve/model/synth"
+)
+
+// loadModel reads a model from the shared data.
+func loadModel(t testing.TB, rel string) *model.Model {
+	t.Helper()
+	f, err := gguf.Open(shared.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func openGPU(t testing.TB, m *model.Model, opts GPUOptions) *GPUEngine {
+	t.Helper()
+	e, err := NewGPUEngine(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return e
+}
+
+// gpuCPUTolerance is the NMSE allowed between the GPU and CPU engines:
+// both compute in f32 from exactly dequantized weights for float types; the
+// CPU rounds activations to 8 bits before quantized dot products.
+func gpuCPUTolerance(name string) float64 {
+	for _, s := range []string{"F32", "F16", "BF16"} {
+		if strings.HasSuffix(name, s) {
+			return 1e-5
+		}
+	}
+	return 2e-3
+}
+
+// TestGPUGoldenLogits runs the 16 golden tokens in one batch through the
+// GPU engine, with and without graphs, and compares the logits with the CPU
+// engine's and with llama.cpp's.
+func TestGPUGoldenLogits(t *testing.T) {
+	dir := shared.Path(t, "golden")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	for _, p := range files {
+		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
+		t.Run(name, func(t *testing.T) {
+			m := loadModel(t, "golden/"+name+".gguf")
+			cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cpu.Close()
+			want := forwardAll(t, cpu, goldenTokens, 0)
+			ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
+			var eager []float32
+			for _, graphs := range []bool{false, true} {
+				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: graphs})
+				got := forwardAll(t, e, goldenTokens, 0)
+				ec, tc := nmse(got, want), gpuCPUTolerance(name)
+				eg, tg := nmse(got, ref), goldenTolerance(name)
+				t.Logf("graphs=%v: NMSE vs CPU engine %.3g (tolerance %.0e), vs llama.cpp %.3g (tolerance %.0e)", graphs, ec, tc, eg, tg)
+				if !(ec <= tc) {
+					t.Errorf("graphs=%v: NMSE vs CPU engine %.3g exceeds %.0e", graphs, ec, tc)
+				}
+				if !(eg <= tg) {
+					t.Errorf("graphs=%v: NMSE vs llama.cpp %.3g exceeds %.0e", graphs, eg, tg)
+				}
+				if !graphs {
+					eager = got
+				} else if d := maxAbsDiff(got, eager); d != 0 {
+					t.Errorf("graph replay differs from eager launches by up to %g", d)
+				}
+			}
+		})
+	}
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return d
+}
+
+// TestGPUSynthArchs compares the GPU and CPU engines on synthetic tiny
+// models of each architecture: llama with llama3 rope frequency factors,
+// qwen2 with Q/K/V biases, qwen3 with Q/K norms, in F32 and Q8_0 weights.
+func TestGPUSynthArchs(t *testing.T) {
+	for _, arch := range synth.Arches {
+		for _, ft := range []string{"F32", "Q8_0"} {
+			t.Run(arch+"/"+ft, func(t *testing.T) {
+				m := synthModel(t, arch, "tiny", ft, false)
+				cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				tokens := []int32{1, 5, 77, 200, 13, 260, 42, 99, 3}
+				want := forwardAll(t, cpu, tokens, 0)
+				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: true})
+				got := forwardAll(t, e, tokens, 0)
+				tol := gpuCPUTolerance(ft)
+				err2 := nmse(got, want)
+				t.Logf("NMSE vs CPU engine %.3g (tolerance %.0e)", err2, tol)
+				if !(err2 <= tol) {
+					t.Errorf("NMSE vs CPU engine %.3g exceeds %.0e", err2, tol)
+				}
+			})
+		}
+	}
+}
+
+// TestGPUStepwise feeds the golden tokens one per step (a graph replayed
+// at a new position each time) and in interleaved pairs of sequences, and
+// checks the logits against one batched pass.
+func TestGPUStepwise(t *testing.T) {
+	m := loadModel(t, "golden/tiny-qwen2-F32.gguf")
+	for _, graphs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) {
+			e := openGPU(t, m, GPUOptions{Context: 64, MaxSeqs: 3, Graphs: graphs})
+			want := forwardAll(t, e, goldenTokens, 2)
+			V := e.VocabSize()
+			// Sequences 0 and 1 get the same tokens one step at a time, in
+			// one batch of two (plus padding to the bucket of 2).
+			got0 := make([]float32, len(goldenTokens)*V)
+			got1 := make([]float32, len(goldenTokens)*V)
+			out := make([]float32, 2*V)
+			var b Batch
+			for i, tok := range goldenTokens {
+				b.Reset()
+				b.Add(tok, int32(i), 0, true)
+				b.Add(tok, int32(i), 1, true)
+				if err := e.Forward(&b, out); err != nil {
+					t.Fatal(err)
+				}
+				copy(got0[i*V:], out[:V])
+				copy(got1[i*V:], out[V:])
+			}
+			if err := nmse(got0, want); !(err <= 1e-10) {
+				t.Errorf("sequence 0 step by step: NMSE %.3g vs one batch", err)
+			}
+			if err := nmse(got1, want); !(err <= 1e-10) {
+				t.Errorf("sequence 1 step by step: NMSE %.3g vs one batch", err)
+			}
+			// Three tokens: bucket 4, one padding token that must not
+			// disturb sequence 2's cache.
+			b.Reset()
+			b.Add(goldenTokens[0], 0, 0, true)
+			b.Add(goldenTokens[0], 0, 1, false)
+			b.Add(goldenTokens[len(goldenTokens)-1], int32(len(goldenTokens)-1), 2, true)
+			out3 := make([]float32, 2*V)
+			if err := e.Forward(&b, out3); err != nil {
+				t.Fatal(err)
+			}
+			if err := nmse(out3[:V], want[:V]); !(err <= 1e-10) {
+				t.Errorf("first row of a 3-token step: NMSE %.3g", err)
+			}
+			if err := nmse(out3[V:], want[len(want)-V:]); !(err <= 1e-10) {
+				t.Errorf("last row of a 3-token step: NMSE %.3g", err)
+			}
+		})
+	}
+}
+
+// TestGPUStoriesGreedy generates 255 tokens greedily from BOS on stories260K
+// (head size 8, FFN 172) and compares them with llama.cpp's.
+func TestGPUStoriesGreedy(t *testing.T) {
+	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parseIDs(t, string(data))
+	m := loadModel(t, "models/stories260K.gguf")
+	e := openGPU(t, m, GPUOptions{Context: 512, Graphs: true})
+	got := greedy(t, e, []int32{1}, len(want))
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Fatalf("token %d differs: got %v..., want %v...", i, got[:min(i+1, len(got))], want[:i+1])
+		}
+	}
+}
+
+// TestGPUErrors checks that bad batches are refused before anything runs.
+func TestGPUErrors(t *testing.T) {
+	m := loadModel(t, "golden/tiny-llama-F32.gguf")
+	e := openGPU(t, m, GPUOptions{Context: 8, MaxSeqs: 2})
+	out := make([]float32, e.VocabSize())
+	cases := []struct {
+		name          string
+		tok, pos, seq int32
+	}{
+		{"token", int32(e.VocabSize()), 0, 0},
+		{"position", 1, 8, 0},
+		{"sequence", 1, 0, 2},
+		{"negative sequence", 1, 0, -1},
+	}
+	for _, c := range cases {
+		var b Batch
+		b.Add(c.tok, c.pos, c.seq, true)
+		if err := e.Forward(&b, out); err == nil {
+			t.Errorf("%s out of range: Forward accepted token %d at %d of seq %d", c.name, c.tok, c.pos, c.seq)
+		}
+	}
+	var b Batch
+	b.Add(1, 0, 0, true)
+	if err := e.Forward(&b, out[:1]); err == nil {
+		t.Errorf("Forward accepted a logits buffer of 1 value")
+	}
+}
+
+// synthModel writes a synthetic model in memory and loads it; with
+// bigVocab, it takes the 128256-token llama-bpe vocabulary when the shared
+// data has it (the output matrix of Llama 3), else the 261-token built-in.
+func synthModel(b testing.TB, arch, shape, fileType string, bigVocab bool) *model.Model {
+	b.Helper()
+	cfg, err := synth.Shape(arch, shape)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := synth.Options{Config: cfg, FileType: fileType, Seed: 1}
+	if d, err := shared.Dir(); err == nil && bigVocab {
+		if v, err := gguf.Open(filepath.Join(d, "vocab/ggml-vocab-llama-bpe.gguf")); err == nil {
+			defer v.Close()
+			opts.Vocab = v
+		}
+	}
+	var buf bytes.Buffer
+	start := time.Now()
+	if err := synth.Write(&buf, opts); err != nil {
+		b.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("synthesized %s %s %s (%d MB, vocab %d) in %v", arch, shape, fileType, buf.Len()>>20, m.Vocab, time.Since(start).Round(time.Millisecond))
+	return m
+}
+
+// BenchmarkGPUDecode measures generation: each op is one step of `batch`
+// sequences decoding one token each (tg, from an empty cache up to 128
+// positions, then again); tok/s counts all sequences. Models are
+// synthesized from LLMSERVE_BENCH_MODELS (arch/shape/type, comma
+// separated; default llama/1b/Q4_K_M).
+func BenchmarkGPUDecode(b *testing.B) {
+	spec := os.Getenv("LLMSERVE_BENCH_MODELS")
+	if spec == "" {
+		spec = "llama/1b/Q4_K_M"
+	}
+	for _, ms := range strings.Split(spec, ",") {
+		parts := strings.Split(ms, "/")
+		if len(parts) != 3 {
+			b.Fatalf("LLMSERVE_BENCH_MODELS entry %q: want arch/shape/type", ms)
+		}
+		m := synthModel(b, parts[0], parts[1], parts[2], true)
+		for _, graphs := range []bool{true, false} {
+			for _, batch := range []int{1, 4, 16, 64} {
+				if !graphs && batch > 1 {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/graphs=%v/B%d", ms, graphs, batch), func(b *testing.B) {
+					e := openGPU(b, m, GPUOptions{Context: 256, MaxSeqs: batch, Graphs: graphs})
+					out := make([]float32, batch*e.VocabSize())
+					var bt Batch
+					step := func(pos int) {
+						bt.Reset()
+						for s := 0; s < batch; s++ {
+							bt.Add(int32((pos*7+s)%e.VocabSize()), int32(pos), int32(s), true)
+						}
+						if err := e.Forward(&bt, out); err != nil {
+							b.Fatal(err)
+						}
+					}
+					step(0) // capture
+					b.ResetTimer()
+					start := time.Now()
+					for i := 0; i < b.N; i++ {
+						step(i % 128)
+					}
+					b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "tok/s")
+				})
+			}
+		}
+	}
+}

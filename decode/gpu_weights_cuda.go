@@ -1,0 +1,135 @@
+//go:build cuda
+
+package decode
+
+import (
+	"fmt"
+
+	"llmserve/internal/cuda"
+	"llmserve/kernels"
+	"llmserve/model"
+)
+
+// gpuWeights are the model's tensors on the device: matrices as stored in
+// the file, norms and biases decoded to f32.
+type gpuWeights struct {
+	tokEmbd, output kernels.DevMatrix
+	outputNorm      kernels.DevF32 // 1 × Embd
+	ropeFactors     kernels.DevF32 // 1 × RopeDim/2, or zero Ptr
+	layers          []gpuLayer
+}
+
+type gpuLayer struct {
+	attnNorm, ffnNorm   kernels.DevF32 // 1 × Embd
+	q, k, v, o          kernels.DevMatrix
+	qBias, kBias, vBias kernels.DevF32 // zero Ptr when absent
+	qNorm, kNorm        kernels.DevF32 // 1 × HeadDim, zero Ptr when absent
+	gate, up, down      kernels.DevMatrix
+}
+
+// weightArena packs every tensor into one device allocation.
+type weightArena struct {
+	off   int64                               // next free byte
+	mats  map[*model.Tensor]kernels.DevMatrix // tensors already placed, so a tied output is stored once
+	parts [][]byte                            // host bytes in placement order
+	at    []int64                             // byte offset of each part
+}
+
+// A vector (norm, bias, rope factors) with Cols == 0 is absent and keeps a
+// zero pointer.
+
+const arenaAlign = 256
+
+func (a *weightArena) place(data []byte) cuda.DevPtr {
+	off := a.off
+	a.parts = append(a.parts, data)
+	a.at = append(a.at, off)
+	a.off += (int64(len(data)) + arenaAlign - 1) / arenaAlign * arenaAlign
+	return cuda.DevPtr(off) // relative until the arena is allocated
+}
+
+// uploadWeights places every tensor of m in one device buffer.
+func uploadWeights(ctx *cuda.Context, m *model.Model) (gpuWeights, *cuda.Buffer, error) {
+	a := &weightArena{mats: map[*model.Tensor]kernels.DevMatrix{}}
+	var w gpuWeights
+	var err error
+	mat := func(t *model.Tensor) kernels.DevMatrix {
+		if err != nil {
+			return kernels.DevMatrix{}
+		}
+		if mx, ok := a.mats[t]; ok {
+			return mx
+		}
+		if !kernels.SupportsType(t.Type) {
+			err = fmt.Errorf("tensor %q: type %v: %w on CUDA", t.Name, t.Type, model.ErrUnsupported)
+			return kernels.DevMatrix{}
+		}
+		mx := kernels.DevMatrix{Type: t.Type, Rows: t.Rows(), Cols: int(t.Dims[0]), Ptr: a.place(t.Data)}
+		a.mats[t] = mx
+		return mx
+	}
+	vec := func(t *model.Tensor) kernels.DevF32 {
+		if err != nil || t == nil {
+			return kernels.DevF32{}
+		}
+		var v []float32
+		if v, err = f32s(t); err != nil {
+			return kernels.DevF32{}
+		}
+		return kernels.DevF32{Ptr: a.place(cuda.AsBytes(v)), Rows: 1, Cols: len(v)}
+	}
+	w.tokEmbd = mat(m.TokEmbd)
+	w.output = mat(m.Output)
+	w.outputNorm = vec(m.OutputNorm)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		w.layers = append(w.layers, gpuLayer{
+			attnNorm: vec(l.AttnNorm), ffnNorm: vec(l.FFNNorm),
+			q: mat(l.Q), k: mat(l.K), v: mat(l.V), o: mat(l.O),
+			qBias: vec(l.QBias), kBias: vec(l.KBias), vBias: vec(l.VBias),
+			qNorm: vec(l.QNorm), kNorm: vec(l.KNorm),
+			gate: mat(l.Gate), up: mat(l.Up), down: mat(l.Down),
+		})
+	}
+	if err == nil {
+		var ff []float32
+		if ff, err = ropeFactors(m); err == nil && ff != nil {
+			w.ropeFactors = kernels.DevF32{Ptr: a.place(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
+		}
+	}
+	if err != nil {
+		return gpuWeights{}, nil, err
+	}
+	buf, err := ctx.Alloc("weights", a.off)
+	if err != nil {
+		return gpuWeights{}, nil, err
+	}
+	for i, p := range a.parts {
+		if err := buf.Write(a.at[i], p); err != nil {
+			buf.Free()
+			return gpuWeights{}, nil, err
+		}
+	}
+	// Placed pointers are offsets into the arena until now.
+	base := buf.Ptr()
+	rel := func(p cuda.DevPtr, present bool) cuda.DevPtr {
+		if !present {
+			return 0
+		}
+		return base + p
+	}
+	w.tokEmbd.Ptr = rel(w.tokEmbd.Ptr, true)
+	w.output.Ptr = rel(w.output.Ptr, true)
+	w.outputNorm.Ptr = rel(w.outputNorm.Ptr, true)
+	w.ropeFactors.Ptr = rel(w.ropeFactors.Ptr, w.ropeFactors.Cols > 0)
+	for i := range w.layers {
+		l := &w.layers[i]
+		for _, mp := range []*kernels.DevMatrix{&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down} {
+			mp.Ptr = rel(mp.Ptr, true)
+		}
+		for _, vp := range []*kernels.DevF32{&l.attnNorm, &l.ffnNorm, &l.qBias, &l.kBias, &l.vBias, &l.qNorm, &l.kNorm} {
+			vp.Ptr = rel(vp.Ptr, vp.Cols > 0)
+		}
+	}
+	return w, buf, nil
+}

@@ -133,19 +133,23 @@ func (s *Sampler) Sample(logits []float32) (Sampled, error) {
 	if len(logits) != s.vocab {
 		return Sampled{}, fmt.Errorf("sampler: %d logits for a vocabulary of %d", len(logits), s.vocab)
 	}
-	for i, l := range logits {
-		s.cands[i] = candidate{id: int32(i), logit: l}
-	}
-	for _, b := range s.bias {
-		s.cands[b.ID].logit += b.Logprob
-	}
-	s.applyPenalties()
-
 	var tok int32
-	if s.p.Temperature <= 0 {
-		tok = argmax(s.cands)
+	if s.p.Temperature <= 0 && len(s.bias) == 0 && s.counts == nil {
+		// Plain greedy: the raw logits decide, with no working copy.
+		tok = argmaxLogits(logits)
 	} else {
-		tok = s.sampleRandom()
+		for i, l := range logits {
+			s.cands[i] = candidate{id: int32(i), logit: l}
+		}
+		for _, b := range s.bias {
+			s.cands[b.ID].logit += b.Logprob
+		}
+		s.applyPenalties()
+		if s.p.Temperature <= 0 {
+			tok = argmax(s.cands)
+		} else {
+			tok = s.sampleRandom()
+		}
 	}
 	out := Sampled{Token: tok}
 	if s.p.Logprobs || s.p.TopLogprobs > 0 {
@@ -368,6 +372,18 @@ func argmaxIndex(c []candidate) int {
 		}
 	}
 	return best
+}
+
+// argmaxLogits returns the index of the largest logit, the lowest on ties,
+// as argmax does over candidates made from the same logits.
+func argmaxLogits(logits []float32) int32 {
+	best := 0
+	for i, l := range logits {
+		if l > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
 }
 
 // argmax returns the id of the best candidate.

@@ -72,7 +72,9 @@ func TestSamplerPenalties(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSampler(t, tt.p, len(logits))
+			p := tt.p
+			p.Temperature = 1 // draw from the working copy of the logits, which the test reads
+			s := newSampler(t, p, len(logits))
 			for _, h := range history {
 				s.Accept(h)
 			}

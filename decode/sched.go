@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -190,6 +191,13 @@ func (s *Scheduler) Shutdown() {
 	s.signal()
 }
 
+// Pending reports how many requests are queued or running.
+func (s *Scheduler) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
 // Idle reports whether no request is queued or running.
 func (s *Scheduler) Idle() bool {
 	s.mu.Lock()
@@ -212,6 +220,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.abortAll(ErrShuttingDown)
 			return nil
 		}
+		// Let goroutines made runnable by the last step (stream readers)
+		// or by new requests (submitters) run before the next step takes
+		// every thread: arrivals join sooner and readers keep up.
+		runtime.Gosched()
 		s.dropCancelled()
 		s.admit()
 		if len(s.active) == 0 {
@@ -316,8 +328,9 @@ func (s *Scheduler) step() {
 	}
 	s.resetChunks()
 	vocab := s.eng.VocabSize()
+	now := time.Now()
 	for i, seq := range s.rows {
-		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab])
+		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab], now)
 	}
 	s.compact()
 }
@@ -328,8 +341,9 @@ func (s *Scheduler) resetChunks() {
 	}
 }
 
-// sampleOne samples the next token of seq and emits it or ends the sequence.
-func (s *Scheduler) sampleOne(seq *sequence, row []float32) {
+// sampleOne samples the next token of seq and emits it or ends the
+// sequence; now is when the step's logits came back.
+func (s *Scheduler) sampleOne(seq *sequence, row []float32, now time.Time) {
 	got, err := seq.sampler.Sample(row)
 	if err != nil {
 		s.release(seq, Event{Err: err}, "error")
@@ -337,7 +351,6 @@ func (s *Scheduler) sampleOne(seq *sequence, row []float32) {
 	}
 	seq.sampler.Accept(got.Token)
 	seq.generated++
-	now := time.Now()
 	if seq.generated == 1 {
 		s.metrics.token(true, now.Sub(seq.submitted))
 	} else {

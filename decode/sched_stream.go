@@ -49,6 +49,31 @@ func (s *Stream) push(ev Event) {
 	}
 }
 
+// Ready returns a channel that receives a value after events are queued
+// (and now and then with none queued). A consumer that reads a stream in
+// batches calls Drain, and waits on Ready when Drain found nothing.
+func (s *Stream) Ready() <-chan struct{} { return s.notify }
+
+// Drain appends every queued event to dst without waiting and returns it,
+// with whether the final event (Done) has now been taken.
+func (s *Stream) Drain(dst []Event) ([]Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return dst, true
+	}
+	for i, ev := range s.events {
+		dst = append(dst, ev)
+		s.events[i] = Event{}
+		if ev.Done {
+			s.ended = true
+			break
+		}
+	}
+	s.events = s.events[:0]
+	return dst, s.ended
+}
+
 // Next returns the next event, waiting for it. After the final event
 // (Done) it returns io.EOF; when ctx ends first it returns ctx.Err().
 func (s *Stream) Next(ctx context.Context) (Event, error) {

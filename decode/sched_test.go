@@ -365,6 +365,9 @@ func TestSchedulerShutdown(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	running, _ := s.Submit(context.Background(), Request{Prompt: prompt(3, 0), IgnoreEOS: true})
 	queued, _ := s.Submit(context.Background(), Request{Prompt: prompt(3, 0), IgnoreEOS: true})
+	if n := s.Pending(); n != 2 {
+		t.Errorf("%d requests pending, want 2 (one running, one queued)", n)
+	}
 	eng.gate <- struct{}{}
 	s.Shutdown()
 	if _, err := s.Submit(context.Background(), Request{Prompt: prompt(3, 0)}); !errors.Is(err, ErrShuttingDown) {
@@ -380,8 +383,8 @@ func TestSchedulerShutdown(t *testing.T) {
 			t.Errorf("%s request ended with %+v, want ErrShuttingDown", name, got.final)
 		}
 	}
-	if !s.Idle() {
-		t.Errorf("scheduler not idle after Run returned")
+	if !s.Idle() || s.Pending() != 0 {
+		t.Errorf("scheduler not idle after Run returned: %d pending", s.Pending())
 	}
 }
 

@@ -124,34 +124,44 @@ func writeChat(w http.ResponseWriter, g generation, resp chatResponse) {
 }
 
 // streamChat sends the answer as server-sent chunks: first the assistant
-// role, then content deltas, then the finish reason.
+// role, then content deltas, then the finish reason. Each batch of events
+// the scheduler queued leaves with one write.
 func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	out := startSSE(w)
+	st := statsOf(w)
 	resp.Choices = []chatChoice{{Delta: &chatMessage{Role: "assistant", Content: strptr("")}}}
 	out.send(resp)
+	out.flush()
+	chunk := &deltaChunk{head: chunkHead(resp.ID, resp.Object, resp.Created, resp.Model)}
 	var u usageJSON
-	for ie := range events(g.ctx, g.streams) {
-		ev := ie.ev
-		record(w, ev)
-		ch := chatChoice{Delta: &chatMessage{}}
-		if ev.Text != "" {
-			ch.Delta.Content = strptr(ev.Text)
+	f := newFeed(g.ctx, g.streams)
+	for batch := f.next(); batch != nil; batch = f.next() {
+		record(st, batch)
+		for _, ie := range batch {
+			ev := ie.ev
+			chunk.content, chunk.finish = ev.Text, nil
+			switch {
+			case ev.Done && ev.Err != nil:
+				out.sendError(ev.Err)
+				out.done()
+				return
+			case ev.Done:
+				u.add(ev.Usage)
+				chunk.finish = strptr(ev.FinishReason)
+				out.send(chunk)
+			case g.sampling.Logprobs:
+				delta := &chatMessage{}
+				if ev.Text != "" {
+					delta.Content = strptr(ev.Text)
+				}
+				resp.Choices = []chatChoice{{Delta: delta,
+					Logprobs: chatLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})}}
+				out.send(resp)
+			case ev.Text != "":
+				out.send(chunk)
+			}
 		}
-		switch {
-		case ev.Done && ev.Err != nil:
-			out.sendError(ev.Err)
-			out.done()
-			return
-		case ev.Done:
-			ch.FinishReason = strptr(ev.FinishReason)
-			u.add(ev.Usage)
-		case g.sampling.Logprobs:
-			ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})
-		case ev.Text == "":
-			continue
-		}
-		resp.Choices = []chatChoice{ch}
-		out.send(resp)
+		out.flush()
 	}
 	if err := g.ctx.Err(); err != nil {
 		out.sendError(err)

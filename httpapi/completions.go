@@ -106,29 +106,37 @@ func writeCompletion(w http.ResponseWriter, g generation, resp completionRespons
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// streamCompletion sends the output as server-sent chunks.
+// streamCompletion sends the output as server-sent chunks. Each batch of
+// events the scheduler queued leaves with one write.
 func streamCompletion(w http.ResponseWriter, g generation, resp completionResponse) {
 	out := startSSE(w)
+	st := statsOf(w)
+	chunk := &textChunk{head: chunkHead(resp.ID, resp.Object, resp.Created, resp.Model)}
 	var u usageJSON
-	for ie := range events(g.ctx, g.streams) {
-		ev := ie.ev
-		record(w, ev)
-		ch := completionChoice{Text: ev.Text, Index: ie.index}
-		switch {
-		case ev.Done && ev.Err != nil:
-			out.sendError(ev.Err)
-			out.done()
-			return
-		case ev.Done:
-			ch.FinishReason = strptr(ev.FinishReason)
-			u.add(ev.Usage)
-		case g.sampling.Logprobs:
-			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, g.sampling.TopLogprobs > 0)
-		case ev.Text == "":
-			continue
+	f := newFeed(g.ctx, g.streams)
+	for batch := f.next(); batch != nil; batch = f.next() {
+		record(st, batch)
+		for _, ie := range batch {
+			ev := ie.ev
+			switch {
+			case ev.Done && ev.Err != nil:
+				out.sendError(ev.Err)
+				out.done()
+				return
+			case ev.Done:
+				u.add(ev.Usage)
+				chunk.text, chunk.index, chunk.finish = ev.Text, ie.index, strptr(ev.FinishReason)
+				out.send(chunk)
+			case g.sampling.Logprobs:
+				resp.Choices = []completionChoice{{Text: ev.Text, Index: ie.index,
+					Logprobs: completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, g.sampling.TopLogprobs > 0)}}
+				out.send(resp)
+			case ev.Text != "":
+				chunk.text, chunk.index, chunk.finish = ev.Text, ie.index, nil
+				out.send(chunk)
+			}
 		}
-		resp.Choices = []completionChoice{ch}
-		out.send(resp)
+		out.flush()
 	}
 	if err := g.ctx.Err(); err != nil {
 		out.sendError(err)

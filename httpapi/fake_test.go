@@ -5,16 +5,19 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"time"
 
 	"llmserve/decode"
 )
 
 // fakeEngine is a deterministic model: the logits after a token depend only
 // on its sequence's tokens up to its position, so results do not depend on
-// batching. gate, when set, holds every Forward until it receives a value.
+// batching. gate, when set, holds every Forward until it receives a value;
+// delay, when set, makes every Forward take at least that long.
 type fakeEngine struct {
 	vocab, ctx, seqs int
 	gate             chan struct{}
+	delay            time.Duration
 
 	mu        sync.Mutex // guards hist, failAfter, maxRows
 	hist      [][]int32  // [seqs][ctx] token at each position
@@ -38,6 +41,9 @@ func (e *fakeEngine) Close() error     { return nil }
 func (e *fakeEngine) Forward(b *decode.Batch, out []float32) error {
 	if e.gate != nil {
 		<-e.gate
+	}
+	if e.delay > 0 {
+		time.Sleep(e.delay)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -31,6 +31,7 @@ type envOptions struct {
 	key               string
 	cors              []string
 	gated             bool
+	stepDelay         time.Duration // least time of one engine step
 	notLoaded         bool
 	maxBody           int64
 	log               io.Writer // request log; nil: discarded
@@ -48,6 +49,7 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 	if o.gated {
 		eng.gate = make(chan struct{})
 	}
+	eng.delay = o.stepDelay
 	sched, err := decode.NewScheduler(eng, fakeVocab{}, decode.SchedulerConfig{MaxQueue: o.queue, StepTokens: 64})
 	if err != nil {
 		t.Fatal(err)

@@ -33,12 +33,6 @@ type generation struct {
 	includeUsage bool // stream_options.include_usage
 }
 
-// indexed is an event of the prompt with the given index.
-type indexed struct {
-	index int
-	ev    decode.Event
-}
-
 // submit queues one scheduler request per prompt. The returned context
 // ends the request (client gone, timeout, or the returned cancel).
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32) ([]*decode.Stream, context.Context, context.CancelFunc, error) {
@@ -76,54 +70,22 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base d
 	return streams, ctx, cancel, nil
 }
 
-// events merges the events of every stream in arrival order; the channel
-// closes when every stream has ended or ctx ends.
-func events(ctx context.Context, streams []*decode.Stream) <-chan indexed {
-	out := make(chan indexed)
-	done := make(chan struct{})
-	for i, st := range streams {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for {
-				ev, err := st.Next(ctx)
-				if err != nil {
-					return
-				}
-				select {
-				case out <- indexed{i, ev}:
-				case <-ctx.Done():
-					return
-				}
-				if ev.Done {
-					return
-				}
-			}
-		}()
-	}
-	go func() {
-		for range streams {
-			<-done
-		}
-		close(out)
-	}()
-	return out
-}
-
-// record notes a token event in the request's stats.
-func record(w http.ResponseWriter, ev decode.Event) {
-	st := statsOf(w)
+// record notes a batch of events in the request's stats (st may be nil).
+func record(st *reqStats, batch []indexed) {
 	if st == nil {
 		return
 	}
-	if ev.Done {
-		st.completionTokens += ev.Usage.CompletionTokens
-		return
+	for _, ie := range batch {
+		if ie.ev.Done {
+			st.completionTokens += ie.ev.Usage.CompletionTokens
+			continue
+		}
+		now := time.Now()
+		if st.firstToken.IsZero() {
+			st.firstToken = now
+		}
+		st.lastToken = now
 	}
-	now := time.Now()
-	if st.firstToken.IsZero() {
-		st.firstToken = now
-	}
-	st.lastToken = now
 }
 
 // collect waits for every prompt's output.
@@ -132,21 +94,25 @@ func collect(ctx context.Context, w http.ResponseWriter, streams []*decode.Strea
 	for i := range out {
 		out[i] = &choice{}
 	}
+	st := statsOf(w)
 	ended := 0
-	for ie := range events(ctx, streams) {
-		c, ev := out[ie.index], ie.ev
-		record(w, ev)
-		c.text.WriteString(ev.Text)
-		if ev.Done {
-			if ev.Err != nil {
-				return nil, ev.Err
+	f := newFeed(ctx, streams)
+	for batch := f.next(); batch != nil; batch = f.next() {
+		record(st, batch)
+		for _, ie := range batch {
+			c, ev := out[ie.index], ie.ev
+			c.text.WriteString(ev.Text)
+			if ev.Done {
+				if ev.Err != nil {
+					return nil, ev.Err
+				}
+				c.final = ev
+				ended++
+				continue
 			}
-			c.final = ev
-			ended++
-			continue
-		}
-		if keepTokens {
-			c.tokens = append(c.tokens, tokenOut{id: ev.Token, logprob: ev.Logprob, top: ev.Top})
+			if keepTokens {
+				c.tokens = append(c.tokens, tokenOut{id: ev.Token, logprob: ev.Logprob, top: ev.Top})
+			}
 		}
 	}
 	if ended < len(streams) {

@@ -7,12 +7,15 @@ import (
 )
 
 // sse writes server-sent events: one "data: JSON" event per chunk, and
-// "data: [DONE]" at the end, as OpenAI's streaming API does.
+// "data: [DONE]" at the end, as OpenAI's streaming API does. Events are
+// gathered by send and leave together at flush, with one write.
 type sse struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
-	buf bytes.Buffer // one event being assembled
-	err error        // first write error (the client is gone)
+	buf []byte        // events sent since the last flush
+	js  bytes.Buffer  // one value encoded by enc
+	enc *json.Encoder // writes into js
+	err error         // first write error (the client is gone)
 }
 
 // startSSE sends the event-stream headers.
@@ -24,50 +27,61 @@ func startSSE(w http.ResponseWriter) *sse {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	s := &sse{w: w, rc: http.NewResponseController(w)}
+	s.enc = json.NewEncoder(&s.js)
 	s.flush()
 	return s
 }
 
-// send writes v as one data event.
+// send adds v as one data event; it leaves at the next flush. A
+// jsonAppender writes itself; any other value goes through encoding/json.
 func (s *sse) send(v any) {
 	if s.err != nil {
 		return
 	}
-	s.buf.Reset()
-	s.buf.WriteString("data: ")
-	if err := json.NewEncoder(&s.buf).Encode(v); err != nil { // Encode ends with '\n'
+	mark := len(s.buf)
+	s.buf = append(s.buf, "data: "...)
+	if a, ok := v.(jsonAppender); ok {
+		s.buf = a.appendJSON(s.buf)
+		s.buf = append(s.buf, "\n\n"...)
+		return
+	}
+	s.js.Reset()
+	if err := s.enc.Encode(v); err != nil { // Encode ends with '\n'
+		s.buf = s.buf[:mark]
 		s.err = err
 		return
 	}
-	s.buf.WriteString("\n")
-	s.write()
+	s.buf = append(s.buf, s.js.Bytes()...)
+	s.buf = append(s.buf, '\n')
 }
 
-// sendError writes err as an error event; the stream then ends with done.
+// sendError adds err as an error event; the stream then ends with done.
 func (s *sse) sendError(err error) {
 	s.send(errorBody{Error: toAPIError(err)})
 }
 
-// done writes the closing event.
+// done writes the closing event and everything before it.
 func (s *sse) done() {
-	if s.err != nil {
-		return
-	}
-	s.buf.Reset()
-	s.buf.WriteString("data: [DONE]\n\n")
-	s.write()
-}
-
-func (s *sse) write() {
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
-		s.err = err
-		return
+	if s.err == nil {
+		s.buf = append(s.buf, "data: [DONE]\n\n"...)
 	}
 	s.flush()
 }
 
+// flush writes the events sent so far and pushes them to the client.
 func (s *sse) flush() {
-	if err := s.rc.Flush(); err != nil && s.err == nil {
+	if s.err != nil {
+		return
+	}
+	if len(s.buf) > 0 {
+		_, err := s.w.Write(s.buf)
+		s.buf = s.buf[:0]
+		if err != nil {
+			s.err = err
+			return
+		}
+	}
+	if err := s.rc.Flush(); err != nil {
 		s.err = err
 	}
 }

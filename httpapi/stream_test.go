@@ -133,9 +133,10 @@ func TestDisconnectFreesSlot(t *testing.T) {
 }
 
 // TestConcurrentSeededStreams runs 32 seeded streaming clients at once on
-// 8 slots: each must get the text it gets when it runs alone.
+// 8 slots: each must get the text it gets when it runs alone. Steps take
+// 100µs, as on a small model, so that the clients overlap.
 func TestConcurrentSeededStreams(t *testing.T) {
-	e := newEnv(t, envOptions{slots: 8, queue: 32})
+	e := newEnv(t, envOptions{slots: 8, queue: 32, stepDelay: 100 * time.Microsecond})
 	body := func(i int) string {
 		return fmt.Sprintf(`{"prompt":"%s","max_tokens":%d,"seed":%d,"temperature":0.9,"top_k":0,"top_p":0.9,"stream":true}`,
 			strings.Repeat("ab ", 1+i%9), 5+i%13, 100+i)

@@ -244,6 +244,9 @@ func TestGPUProfileStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("profile of one token of %s:\n%s", "tiny-qwen2-Q4_K_M", sb.String())
+	if !m.Arch.QKVBias {
+		t.Fatalf("%s has no Q/K/V biases; the expected launches below assume them", "tiny-qwen2-Q4_K_M")
+	}
 	layerOps := []string{"attn_norm", "attn_q", "attn_k", "attn_v", "attn_q_bias", "attn_k_bias", "attn_v_bias", "rope_q", "rope_k", "cache_store",
 		"attention", "attention", "attn_output", "attn_residual", "ffn_norm", "ffn_gate", "ffn_up", "ffn_swiglu", "ffn_down", "ffn_residual"}
 	var want []string

@@ -23,12 +23,17 @@
 #   bash scripts/bench-gpu.sh               # all six, about 8 minutes on an H200
 #   LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
 set -uo pipefail
-cd "$(dirname "$0")/.."
-LLMSERVE=${LLMSERVE:-.gpu/llmserve}
-VOCAB=${VOCAB:-.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf}
+root=$(cd "$(dirname "$0")/.." && pwd) # the repository, or .gpu when run as .gpu/scripts/bench-gpu.sh
+first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+LLMSERVE=${LLMSERVE:-$(first "$root/.gpu/llmserve" "$root/llmserve")}
+VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$root/shared/vocab/ggml-vocab-llama-bpe.gguf")}
 LOGDIR=${LOGDIR:-.gpu/logs}
 BATCHES=${BATCHES:-1,2,4,8,16,32,64}
 BATCHES_8B_F16=${BATCHES_8B_F16:-1,4,16,64}
+# The next model is synthesized while the current one is measured, on all
+# but SPARE_CORES cores.
+SPARE_CORES=${SPARE_CORES:-4}
+workers=$(( $(nproc) - SPARE_CORES )); [ "$workers" -ge 1 ] || workers=1
 MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=(1b/Q4_K_M 1b/Q8_0 1b/F16 8b/Q4_K_M 8b/Q8_0 8b/F16)
 mkdir -p "$LOGDIR"
@@ -57,17 +62,35 @@ tokps() { awk -v pat="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($(i+1) == "to
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.0f%%", 100 * a / b; else print "-" }'; }
 roof() { awk -v bytes="$1" -v n="$2" 'BEGIN { printf "%.0f", n * 4255e9 / bytes }'; }
 
-for spec in "${MODELS[@]}"; do
+# synth_bg I: synthesizes model I in the background; its exit status and
+# wall time land in $tmp/synth-I.
+synth_bg() {
+	local spec=${MODELS[$1]}
+	local shape=${spec%/*} type=${spec#*/}
+	(
+		start=$(date +%s.%N)
+		"$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" --workers "$workers" \
+			-o "$tmp/llama-$shape-$type.gguf" > "$LOGDIR/synth-$shape-$type.log" 2>&1
+		rc=$?
+		echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$tmp/synth-$1"
+	) &
+	synth_pid=$!
+}
+
+synth_bg 0
+for i in "${!MODELS[@]}"; do
+	spec=${MODELS[$i]}
 	shape=${spec%/*} type=${spec#*/}
 	name="${shape}-${type}"
 	model="$tmp/llama-$name.gguf"
 	log="$LOGDIR/bench-$name.log"
-	echo "== llama $spec" > "$log"
-	start=$(date +%s.%N)
-	if ! "$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" -o "$model" >> "$log" 2>&1; then
-		echo "bench-gpu: synth $spec failed, see $log" >&2; status=1; continue
+	wait "$synth_pid"
+	read -r rc synth_s < "$tmp/synth-$i"
+	[ "$i" -lt $(( ${#MODELS[@]} - 1 )) ] && synth_bg $((i + 1))
+	if [ "$rc" -ne 0 ]; then
+		echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
 	fi
-	synth_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	echo "== llama $spec: synthesized in ${synth_s}s on $workers cores" > "$log"
 	"$LLMSERVE" inspect "$model" > "$LOGDIR/inspect-$name.txt" 2>&1
 	bytes=$(sed -n 's/^weights read per generated token: .*(\([0-9]*\) bytes).*/\1/p' "$LOGDIR/inspect-$name.txt")
 	if [ -z "$bytes" ]; then
@@ -81,7 +104,7 @@ for spec in "${MODELS[@]}"; do
 	cat "$g" "$ng" >> "$log"
 	rm -f "$model"
 	{
-		row "$spec" synth '' "${synth_s}s" '' '' ''
+		row "$spec" synth "$workers cores" "${synth_s}s" '' '' ''
 		v=$(tokps "$g" '^tg128 B=1 ')
 		row "$spec" 'tg128 B=1' 'graphs' "$v" "$(roof "$bytes" 1)" "${LCPP_TG[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 1)")"
 		v=$(tokps "$ng" '^tg128 B=1 ')

@@ -56,7 +56,7 @@ type GPUEngine struct {
 	s      gpuScratch           // device activations for gpuMaxBatch tokens
 	in     *cuda.Buffer         // [3][gpuMaxBatch] int32: tokens, positions, sequences
 	hostIn []int32              // [3*gpuMaxBatch] staging for in
-	logits []float32            // [gpuMaxBatch*Vocab] staging for the logits of one step
+	logits []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
 	check  []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
 	graphs map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
 	stats  gpuGraphStats
@@ -158,9 +158,8 @@ func (e *GPUEngine) init() error {
 	e.s.pos = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(B)), Len: B}
 	e.s.seq = kernels.DevI32{Ptr: e.in.Ptr().Add(8 * int64(B)), Len: B}
 	e.hostIn = make([]int32, 3*B)
-	e.logits = make([]float32, B*m.Vocab)
 	if e.opts.GraphCheck {
-		e.check = make([]float32, B*m.Vocab)
+		e.logits, e.check = make([]float32, B*m.Vocab), make([]float32, B*m.Vocab)
 	}
 	return e.dev.Sync()
 }
@@ -283,26 +282,26 @@ func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
 		}
 	}
 	V := e.m.Vocab
-	// Read the logits of tokens [0, last wanted] and keep the wanted rows.
-	last := -1
-	for i := 0; i < n; i++ {
-		if b.Logits[i] {
-			last = i
-		}
-	}
-	if last < 0 {
-		return 0, e.dev.Sync()
-	}
-	host := e.logits[:(last+1)*V]
-	if err := e.dev.Context().ReadAt(e.s.logits.Ptr, cuda.AsBytes(host)); err != nil {
-		return 0, err
-	}
+	// Copy each run of consecutive wanted rows straight into out.
 	r := 0
-	for i := 0; i <= last; i++ {
-		if b.Logits[i] {
-			copy(out[r*V:(r+1)*V], host[i*V:(i+1)*V])
-			r++
+	for i := 0; i < n; {
+		if !b.Logits[i] {
+			i++
+			continue
 		}
+		j := i + 1
+		for j < n && b.Logits[j] {
+			j++
+		}
+		src := e.s.logits.Ptr.Add(int64(i) * int64(V) * 4)
+		if err := e.dev.Context().ReadAt(src, cuda.AsBytes(out[r*V:(r+j-i)*V])); err != nil {
+			return 0, err
+		}
+		r += j - i
+		i = j
+	}
+	if r == 0 {
+		return 0, e.dev.Sync()
 	}
 	return r, nil
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks llmserve's CUDA engine where the GPU is, with nothing to build
 # there: it runs a cuda-built llmserve binary (LLMSERVE, default
-# .gpu/llmserve; make it with `go build -tags cuda -o .gpu/llmserve
-# ./cmd/llmserve`) that synthesizes llama models of the Llama-3.2-1B and
-# Llama-3.1-8B shapes with the 128256-token llama-bpe vocabulary (VOCAB,
-# default .gpu/shared/vocab/ggml-vocab-llama-bpe.gguf) into a temporary
-# folder (BENCH_TMP, default TMPDIR), one at a time, and for each prints:
+# .gpu/llmserve, unpacked from LLMSERVE.gz when only that is there; make it
+# with `go build -tags cuda -ldflags='-s -w' -o .gpu/llmserve ./cmd/llmserve`)
+# that synthesizes llama models of the Llama-3.2-1B and Llama-3.1-8B shapes
+# with the 128256-token llama-bpe vocabulary (VOCAB, default
+# .gpu/shared/vocab/ggml-vocab-llama-bpe.gguf) into a temporary folder
+# (BENCH_TMP, default TMPDIR; the next model is synthesized while the
+# current one is measured, and each is deleted after), and for each prints:
 #   - batch-1 generation (tg128) tok/s with CUDA graphs on and off,
 #   - aggregate generation tok/s for B sequences decoding together,
 #   - prompt processing (pp512) tok/s,
@@ -24,7 +26,7 @@
 #   LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd) # the repository, or .gpu when run as .gpu/scripts/bench-gpu.sh
-first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+first() { for f in "$@"; do [ -e "$f" ] || [ -e "$f.gz" ] && { echo "$f"; return; }; done; echo "$1"; }
 LLMSERVE=${LLMSERVE:-$(first "$root/.gpu/llmserve" "$root/llmserve")}
 VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$root/shared/vocab/ggml-vocab-llama-bpe.gguf")}
 LOGDIR=${LOGDIR:-.gpu/logs}
@@ -37,6 +39,7 @@ workers=$(( $(nproc) - SPARE_CORES )); [ "$workers" -ge 1 ] || workers=1
 MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=(1b/Q4_K_M 1b/Q8_0 1b/F16 8b/Q4_K_M 8b/Q8_0 8b/F16)
 mkdir -p "$LOGDIR"
+if [ ! -e "$LLMSERVE" ] && [ -e "$LLMSERVE.gz" ]; then gunzip -f "$LLMSERVE.gz" && chmod +x "$LLMSERVE"; fi
 nvidia-smi -L >/dev/null 2>&1 || { echo "bench-gpu: no GPU here" >&2; exit 1; }
 [ -x "$LLMSERVE" ] || { echo "bench-gpu: no llmserve binary at $LLMSERVE (go build -tags cuda -o $LLMSERVE ./cmd/llmserve)" >&2; exit 1; }
 [ -f "$VOCAB" ] || { echo "bench-gpu: no vocabulary at $VOCAB" >&2; exit 1; }

@@ -13,6 +13,7 @@ var _ StepProfiler = (*GPUEngine)(nil)
 // launch's device time in launch order. The step is real: it writes b's
 // tokens into the KV cache as Forward does. Kernels shorter than the host's
 // launch overhead (a few µs) read high, since the device waits for them.
+// Like Forward, it must not run concurrently with another step.
 func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 	if _, err := e.validate(b); err != nil {
 		return nil, err

@@ -195,37 +195,10 @@ func (e *CPUEngine) Close() error {
 
 // Forward runs one step over b; see Engine.
 func (e *CPUEngine) Forward(b *Batch, out []float32) error {
-	n := b.Len()
-	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
-		return fmt.Errorf("decode: batch slices differ in length")
+	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, out); err != nil {
+		return err
 	}
-	want := 0
-	for i := 0; i < n; i++ {
-		switch {
-		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= e.m.Vocab:
-			return fmt.Errorf("decode: token %d is outside the vocabulary of %d", b.Tokens[i], e.m.Vocab)
-		case b.Pos[i] < 0 || int(b.Pos[i]) >= e.opts.Context:
-			return fmt.Errorf("decode: position %d is outside the context of %d", b.Pos[i], e.opts.Context)
-		case b.Seq[i] < 0 || int(b.Seq[i]) >= e.opts.MaxSeqs:
-			return fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], e.opts.MaxSeqs)
-		}
-		if b.Logits[i] {
-			want++
-		}
-	}
-	if len(out) < want*e.m.Vocab {
-		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*e.m.Vocab)
-	}
-	for lo := 0; lo < n; lo += e.opts.MaxBatch {
-		hi := min(lo+e.opts.MaxBatch, n)
-		chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
-		got, err := e.step(&chunk, out)
-		if err != nil {
-			return err
-		}
-		out = out[got*e.m.Vocab:]
-	}
-	return nil
+	return b.chunks(e.opts.MaxBatch, e.m.Vocab, out, e.step)
 }
 
 // step runs a chunk of at most MaxBatch tokens and returns the number of
@@ -342,22 +315,22 @@ func (e *CPUEngine) attention(l int, b *Batch) {
 	e.pool.For(workers, func(lo, hi int) {
 		for wk := lo; wk < hi; wk++ {
 			scores := s.scores[wk*e.opts.Context : (wk+1)*e.opts.Context]
-			for task := wk; task < tasks; task += workers {
+			// Contiguous tasks keep the query heads that share a KV head
+			// on one worker, so the cached rows are read once from memory.
+			for task := wk * tasks / workers; task < (wk+1)*tasks/workers; task++ {
 				i, h := task/m.Heads, task%m.Heads
 				q := s.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
 				out := s.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
 				base := e.cacheOffset(b.Seq[i], 0) + (h/group)*hd
 				nPos := int(b.Pos[i]) + 1
-				for p := 0; p < nPos; p++ {
-					at := base + p*e.kvDim
-					scores[p] = kernels.Dot(q, kc[at:at+hd]) * scale
+				span := (nPos-1)*e.kvDim + hd
+				kernels.Dots(scores[:nPos], q, kc[base:base+span], e.kvDim)
+				for p := range scores[:nPos] {
+					scores[p] *= scale
 				}
 				kernels.Softmax(scores[:nPos])
 				clear(out)
-				for p := 0; p < nPos; p++ {
-					at := base + p*e.kvDim
-					kernels.Axpy(out, scores[p], vc[at:at+hd])
-				}
+				kernels.Axpys(out, scores[:nPos], vc[base:base+span], e.kvDim)
 			}
 		}
 	})

@@ -3,6 +3,8 @@
 // batching over a fixed number of sequence slots.
 package decode
 
+import "fmt"
+
 // Batch is the input of one forward step, in the style of llama_decode:
 // token i of the batch is Tokens[i], placed at position Pos[i] of sequence
 // Seq[i]. A sequence may contribute several tokens (a prefill chunk, in
@@ -50,4 +52,47 @@ type Engine interface {
 	MaxSeqs() int
 	// Close releases the engine's resources.
 	Close() error
+}
+
+// check validates b against an engine's vocabulary, context and slots, and
+// the logits buffer out against the rows b asks for.
+func (b *Batch) check(vocab, context, maxSeqs int, out []float32) error {
+	n := b.Len()
+	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
+		return fmt.Errorf("decode: batch slices differ in length")
+	}
+	want := 0
+	for i := 0; i < n; i++ {
+		switch {
+		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= vocab:
+			return fmt.Errorf("decode: token %d is outside the vocabulary of %d", b.Tokens[i], vocab)
+		case b.Pos[i] < 0 || int(b.Pos[i]) >= context:
+			return fmt.Errorf("decode: position %d is outside the context of %d", b.Pos[i], context)
+		case b.Seq[i] < 0 || int(b.Seq[i]) >= maxSeqs:
+			return fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], maxSeqs)
+		}
+		if b.Logits[i] {
+			want++
+		}
+	}
+	if len(out) < want*vocab {
+		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*vocab)
+	}
+	return nil
+}
+
+// chunks runs step over consecutive chunks of b of at most size tokens, in
+// order; step returns how many rows of vocab logits it wrote to out, and the
+// next chunk writes after them.
+func (b *Batch) chunks(size, vocab int, out []float32, step func(chunk *Batch, out []float32) (int, error)) error {
+	for lo := 0; lo < b.Len(); lo += size {
+		hi := min(lo+size, b.Len())
+		chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
+		rows, err := step(&chunk, out)
+		if err != nil {
+			return err
+		}
+		out = out[rows*vocab:]
+	}
+	return nil
 }

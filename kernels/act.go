@@ -35,20 +35,22 @@ type actRow struct {
 	q []int8    // [cols] quantized values (actQ8, actQ8K)
 	d []float32 // [cols/32 or cols/256] block scales
 	s []float32 // [cols/32] d·Σq per block (actQ8)
-	b []int16   // [cols/16] Σq per group of 16 (actQ8K)
+	b []int16   // [cols/16] Σq per group of 16 (actQ8K; scratch for actQ8)
 }
 
 // actBuf holds the quantized activations of n rows, reused between calls.
+// Row i's slices are at a fixed stride from row 0's, which the four-row
+// kernels rely on.
 type actBuf struct {
-	q    []int8
-	d    []float32
-	s    []float32
-	b    []int16
-	rows []actRow
+	q    []int8    // [n*cols]
+	d    []float32 // [n*cols/blocksize]
+	s    []float32 // [n*cols/32]
+	b    []int16   // [n*cols/16]
+	rows []actRow  // [n] views into the above
 }
 
 // prepare makes room for n rows of cols values of kind k and returns the
-// row views, still to be filled by quantizeRow.
+// row views over x, still to be filled by quantize.
 func (a *actBuf) prepare(k actKind, x []float32, n, cols int) []actRow {
 	if cap(a.rows) < n {
 		a.rows = make([]actRow, n)
@@ -75,10 +77,9 @@ func (a *actBuf) prepare(k actKind, x []float32, n, cols int) []actRow {
 			q: a.q[i*cols : (i+1)*cols],
 			d: a.d[i*nb : (i+1)*nb],
 		}
+		r.b = a.b[i*(cols/bsumK) : (i+1)*(cols/bsumK)]
 		if k == actQ8 {
 			r.s = a.s[i*nb : (i+1)*nb]
-		} else {
-			r.b = a.b[i*(cols/bsumK) : (i+1)*(cols/bsumK)]
 		}
 		rows[i] = r
 	}
@@ -92,7 +93,8 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// quantize fills r.q, r.d and r.s or r.b from r.f.
+// quantize fills r.q, r.d and r.s or r.b from r.f. It is the portable
+// quantizer; kernel sets may bring a faster one with identical results.
 func (r *actRow) quantize(k actKind) {
 	switch k {
 	case actQ8:

@@ -64,7 +64,9 @@ func BenchmarkMatMul(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/op")
+						ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+						b.ReportMetric(ns/1e6, "ms/op")
+						b.ReportMetric(float64(len(w.Data))/ns, "GB/s")
 					})
 				}
 			}

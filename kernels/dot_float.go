@@ -27,6 +27,18 @@ func axpyGo(y []float32, a float32, x []float32) {
 	}
 }
 
+func dotsGo(out, q, k []float32, stride int) {
+	for p := range out {
+		out[p] = dotF32Go(q, k[p*stride:p*stride+len(q)])
+	}
+}
+
+func axpysGo(out, w, v []float32, stride int) {
+	for p, a := range w {
+		axpyGo(out, a, v[p*stride:p*stride+len(out)])
+	}
+}
+
 func dotF32Row(w []byte, x *actRow) float32 {
 	var s0, s1 float32
 	f := x.f

@@ -10,8 +10,8 @@ const rowTile = 16
 // n = 1 is the matrix-vector product of a decode step, n > 1 a prefill.
 // For quantized types the activations are quantized to 8 bits once per call
 // (see act.go), so results differ from an exact product by that rounding.
-// MatMul does not allocate once the pool's buffers have grown to the
-// largest activation size seen.
+// y must not overlap x. MatMul does not allocate once the pool's buffers
+// have grown to the largest activation size seen.
 func MatMul(p *Pool, w Matrix, x []float32, n int, y []float32) error {
 	return matMul(bestKernels(), p, w, x, n, y)
 }
@@ -21,6 +21,7 @@ func MatMul(p *Pool, w Matrix, x []float32, n int, y []float32) error {
 type matMulJob struct {
 	buf  actBuf   // quantized activations, grown as needed
 	acts []actRow // [n] activation rows of this call
+	ks   *kernelSet
 	k    typeKernel
 	data []byte    // weights
 	rb   int       // bytes per weight row
@@ -38,7 +39,7 @@ func (j *matMulJob) init() {
 // quantize prepares activation rows [lo, hi).
 func (j *matMulJob) quantize(lo, hi int) {
 	for i := lo; i < hi; i++ {
-		j.acts[i].quantize(j.k.act)
+		j.ks.quantize(&j.acts[i], j.k.act)
 	}
 }
 
@@ -90,11 +91,11 @@ func matMul(ks *kernelSet, p *Pool, w Matrix, x []float32, n int, y []float32) e
 	defer p.mmMu.Unlock()
 	j := &p.mm
 	j.acts = j.buf.prepare(k.act, x, n, w.Cols)
-	j.k, j.data, j.rb, j.rows, j.y = k, w.Data, rb, w.Rows, y
+	j.ks, j.k, j.data, j.rb, j.rows, j.y = ks, k, w.Data, rb, w.Rows, y
 	if k.act != actF32 {
 		p.ForChunk(n, 1, j.quantizeFn)
 	}
 	p.ForChunk(w.Rows, max(rowTile, w.Rows/(16*p.threads)), j.rowsFn)
-	j.acts, j.data, j.y = nil, nil, nil
+	j.acts, j.ks, j.data, j.y = nil, nil, nil, nil
 	return nil
 }

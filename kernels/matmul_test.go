@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -239,4 +240,84 @@ func TestMatMulNoAlloc(t *testing.T) {
 	if a := testing.AllocsPerRun(20, func() { _ = MatMul(p, w, x, 1, y) }); a != 0 {
 		t.Errorf("MatMul allocates %.1f times per call", a)
 	}
+}
+
+// TestMatMulDeterministic checks that the result does not depend on the
+// number of threads: each output is one dot product computed by one thread,
+// so results are bit-identical, which golden tests rely on.
+func TestMatMulDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	p1, p3 := NewPool(1), NewPool(3)
+	defer p1.Close()
+	defer p3.Close()
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		w := randMatrix(t, rng, typ, 301, 512)
+		x := randVec(rng, 6*512)
+		y1, y3 := make([]float32, 6*301), make([]float32, 6*301)
+		if err := MatMul(p1, w, x, 6, y1); err != nil {
+			t.Fatal(err)
+		}
+		if err := MatMul(p3, w, x, 6, y3); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y1 {
+			if y1[i] != y3[i] {
+				t.Fatalf("%s: y[%d] = %g with 1 thread, %g with 3", typ, i, y1[i], y3[i])
+			}
+		}
+	}
+}
+
+// TestQuantizeSets checks that every kernel set quantizes activations
+// exactly as the portable quantizer does, on rows with a zero block and
+// values of very different sizes.
+func TestQuantizeSets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	const cols = 1024
+	x := randVec(rng, 2*cols)
+	for i := range x {
+		x[i] *= float32(math.Pow(10, 4*rng.Float64()-2))
+	}
+	clear(x[256:512])
+	for _, k := range []actKind{actQ8, actQ8K} {
+		var want actBuf
+		wr := want.prepare(k, x, 2, cols)
+		for i := range wr {
+			wr[i].quantize(k)
+		}
+		for _, ks := range kernelSets {
+			var got actBuf
+			gr := got.prepare(k, x, 2, cols)
+			for i := range gr {
+				ks.quantize(&gr[i], k)
+			}
+			for i := range gr {
+				g, w := &gr[i], &wr[i]
+				for c := range w.q {
+					if g.q[c] != w.q[c] {
+						t.Fatalf("%s kind %d row %d: q[%d] = %d, want %d", ks.name, k, i, c, g.q[c], w.q[c])
+					}
+				}
+				for b := range w.d {
+					if g.d[b] != w.d[b] || k == actQ8 && g.s[b] != w.s[b] {
+						t.Fatalf("%s kind %d row %d block %d: d, s = %g, %g, want %g, %g", ks.name, k, i, b, g.d[b], sOf(g, b), w.d[b], sOf(w, b))
+					}
+				}
+				if k == actQ8K {
+					for c := range w.b {
+						if g.b[c] != w.b[c] {
+							t.Fatalf("%s row %d: group sum %d = %d, want %d", ks.name, i, c, g.b[c], w.b[c])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func sOf(r *actRow, b int) float32 {
+	if r.s == nil {
+		return 0
+	}
+	return r.s[b]
 }

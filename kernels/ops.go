@@ -96,5 +96,15 @@ func Add(dst, a []float32) {
 // values in attention); x must be at least as long.
 func Axpy(y []float32, a float32, x []float32) { bestKernels().axpy(y, a, x) }
 
+// Dots sets out[p] = Σ_i q[i]·k[p*stride+i] for every p < len(out): the
+// attention scores of one query against len(out) cached keys stored
+// stride floats apart. k must hold (len(out)-1)*stride+len(q) values.
+func Dots(out, q, k []float32, stride int) { bestKernels().dots(out, q, k, stride) }
+
+// Axpys adds Σ_p w[p]·v[p*stride : p*stride+len(out)] to out over p <
+// len(w): the weighted sum of cached values stored stride floats apart.
+// v must hold (len(w)-1)*stride+len(out) values.
+func Axpys(out, w, v []float32, stride int) { bestKernels().axpys(out, w, v, stride) }
+
 // Dot returns Σ a[i]·b[i] over len(a) values; b must be at least as long.
 func Dot(a, b []float32) float32 { return bestKernels().dot(a, b) }

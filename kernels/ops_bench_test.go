@@ -33,3 +33,30 @@ func BenchmarkOpRoPE(b *testing.B) {
 		RoPE(g, 32, 64, 64, 100, 500000, true, nil)
 	}
 }
+
+// BenchmarkOpAttention is one head's attention over 4096 cached positions
+// (head dim 64, KV rows 512 floats apart): per position calls (Dot, Axpy)
+// against the batched Dots and Axpys.
+func BenchmarkOpAttention(b *testing.B) {
+	const hd, n, stride = 64, 4096, 512
+	q := randVec(rand.New(rand.NewPCG(1, 1)), hd)
+	kv := randVec(rand.New(rand.NewPCG(1, 2)), n*stride)
+	sc := make([]float32, n)
+	out := make([]float32, hd)
+	b.Run("per-position", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for p := 0; p < n; p++ {
+				sc[p] = Dot(q, kv[p*stride:p*stride+hd])
+			}
+			for p := 0; p < n; p++ {
+				Axpy(out, sc[p], kv[p*stride:p*stride+hd])
+			}
+		}
+	})
+	b.Run("batched", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Dots(sc, q, kv, stride)
+			Axpys(out, sc, kv, stride)
+		}
+	})
+}

@@ -176,3 +176,38 @@ func TestAxpy(t *testing.T) {
 		}
 	}
 }
+
+func TestDotsAxpys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	cases := []struct{ hd, stride, n int }{
+		{64, 512, 1}, {64, 512, 7}, {128, 1024, 33}, {64, 64, 9}, {8, 24, 5}, {72, 100, 6}, {12, 12, 3}, {64, 512, 0},
+	}
+	for _, ks := range kernelSets {
+		for _, c := range cases {
+			q := randVec(rng, c.hd)
+			kv := randVec(rng, max(0, (c.n-1)*c.stride+c.hd))
+			out := make([]float32, c.n)
+			ks.dots(out, q, kv, c.stride)
+			want := make([]float64, c.n)
+			for p := range want {
+				for i := 0; i < c.hd; i++ {
+					want[p] += float64(q[i]) * float64(kv[p*c.stride+i])
+				}
+			}
+			if e := nmse(out, want); e > 1e-12 {
+				t.Errorf("%s dots %+v: NMSE %.3g", ks.name, c, e)
+			}
+			acc := randVec(rng, c.hd)
+			wsum := to64(acc)
+			for p := 0; p < c.n; p++ {
+				for i := 0; i < c.hd; i++ {
+					wsum[i] += float64(out[p]) * float64(kv[p*c.stride+i])
+				}
+			}
+			ks.axpys(acc, out, kv, c.stride)
+			if e := nmse(acc, wsum); e > 1e-12 {
+				t.Errorf("%s axpys %+v: NMSE %.3g", ks.name, c, e)
+			}
+		}
+	}
+}

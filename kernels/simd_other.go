@@ -2,5 +2,5 @@
 
 package kernels
 
-// simdKernels returns nil: only amd64 has assembly kernels.
-func simdKernels() *kernelSet { return nil }
+// simdKernels returns nothing: only amd64 has assembly kernels.
+func simdKernels() []*kernelSet { return nil }

@@ -17,15 +17,23 @@ type typeKernel struct {
 	dot4 rowDot4 // nil where there is no four-row kernel
 }
 
-// kernelSet maps every supported weight type to its kernel. Two sets exist:
-// the portable one and, where the CPU allows, one with assembly kernels.
+// kernelSet maps every supported weight type to its kernel. The portable
+// set always exists; on amd64 the CPU may allow assembly sets (AVX2,
+// AVX512-VNNI) that replace some or all of its kernels.
 type kernelSet struct {
 	name  string
 	types map[gguf.Type]typeKernel
 	dot   func(a, b []float32) float32              // Dot
 	axpy  func(y []float32, a float32, x []float32) // Axpy
+	dots  func(out, q, k []float32, stride int)     // Dots
+	axpys func(out, w, v []float32, stride int)     // Axpys
+
+	// quantize prepares an activation row of kind actQ8 or actQ8K, with
+	// the results of actRow.quantize.
+	quantize func(r *actRow, k actKind)
 }
 
+// portableKernels returns a fresh portable set (callers may modify it).
 func portableKernels() *kernelSet {
 	return &kernelSet{
 		name: "go",
@@ -44,8 +52,11 @@ func portableKernels() *kernelSet {
 			gguf.TypeQ5_K: {actQ8K, dotQ5_K, nil},
 			gguf.TypeQ6_K: {actQ8K, dotQ6_K, nil},
 		},
-		dot:  dotF32Go,
-		axpy: axpyGo,
+		dot:      dotF32Go,
+		axpy:     axpyGo,
+		dots:     dotsGo,
+		axpys:    axpysGo,
+		quantize: (*actRow).quantize,
 	}
 }
 
@@ -55,11 +66,11 @@ var kernelSets = buildKernelSets()
 
 func buildKernelSets() []*kernelSet {
 	sets := []*kernelSet{portableKernels()}
-	if s := simdKernels(); s != nil {
+	for _, s := range simdKernels() {
 		sets = append([]*kernelSet{s}, sets...)
 	}
 	return sets
 }
 
-// bestKernels is the set MatMul and Dot use.
+// bestKernels is the set MatMul, Dot and Axpy use.
 func bestKernels() *kernelSet { return kernelSets[0] }

@@ -203,50 +203,15 @@ func (e *GPUEngine) Close() error {
 // Forward runs one step over b; see Engine. Batches of more than 64
 // tokens run in chunks of 64, in order.
 func (e *GPUEngine) Forward(b *Batch, out []float32) error {
-	want, err := e.validate(b)
-	if err != nil {
+	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, out); err != nil {
 		return err
 	}
-	if len(out) < want*e.m.Vocab {
-		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*e.m.Vocab)
-	}
 	return e.dev.Context().Do(func() error {
-		n := b.Len()
-		for lo := 0; lo < n; lo += gpuMaxBatch {
-			hi := min(lo+gpuMaxBatch, n)
-			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
-			got, err := e.chunk(&chunk, out)
-			if err != nil {
-				return fmt.Errorf("decode: cuda: %w", err)
-			}
-			out = out[got*e.m.Vocab:]
+		if err := b.chunks(gpuMaxBatch, e.m.Vocab, out, e.chunk); err != nil {
+			return fmt.Errorf("decode: cuda: %w", err)
 		}
 		return nil
 	})
-}
-
-// validate checks b against the model and cache and returns the number of
-// tokens that want logits.
-func (e *GPUEngine) validate(b *Batch) (int, error) {
-	n := b.Len()
-	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
-		return 0, fmt.Errorf("decode: batch slices differ in length")
-	}
-	want := 0
-	for i := 0; i < n; i++ {
-		switch {
-		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= e.m.Vocab:
-			return 0, fmt.Errorf("decode: token %d is outside the vocabulary of %d", b.Tokens[i], e.m.Vocab)
-		case b.Pos[i] < 0 || int(b.Pos[i]) >= e.opts.Context:
-			return 0, fmt.Errorf("decode: position %d is outside the context of %d", b.Pos[i], e.opts.Context)
-		case b.Seq[i] < 0 || int(b.Seq[i]) >= e.opts.MaxSeqs:
-			return 0, fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], e.opts.MaxSeqs)
-		}
-		if b.Logits[i] {
-			want++
-		}
-	}
-	return want, nil
 }
 
 // bucket is the smallest step size that holds n tokens.

@@ -15,7 +15,9 @@ var _ StepProfiler = (*GPUEngine)(nil)
 // launch overhead (a few µs) read high, since the device waits for them.
 // Like Forward, it must not run concurrently with another step.
 func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
-	if _, err := e.validate(b); err != nil {
+	// Check b as Forward does, without asking for logits.
+	probe := Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Logits: make([]bool, len(b.Logits))}
+	if err := probe.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, nil); err != nil {
 		return nil, err
 	}
 	if n := b.Len(); n < 1 || n > gpuMaxBatch {

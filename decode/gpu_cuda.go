@@ -5,6 +5,7 @@ package decode
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"llmserve/internal/cuda"
 	"llmserve/kernels"
@@ -17,6 +18,20 @@ type GPUOptions struct {
 	Context int  // positions per sequence; 0 = the model's trained context
 	MaxSeqs int  // sequence slots in the KV cache; 0 = 1
 	Graphs  bool // replay one captured CUDA graph per batch bucket instead of launching kernels one by one
+
+	// Warn receives each fallback (a bucket whose graph could not be
+	// captured or instantiated runs eagerly); nil drops them.
+	Warn func(msg string)
+	// Info receives one line per captured graph: bucket, nodes, capture
+	// and instantiation time; nil drops them.
+	Info func(msg string)
+	// GraphDump, when set, is a folder that receives every captured graph
+	// in Graphviz form (step-b<bucket>.dot, kernel names and parameters).
+	GraphDump string
+	// GraphCheck runs every step both eagerly and from its graph and fails
+	// the step when the logits differ in a single bit. It implies Graphs.
+	// The environment variable LLMSERVE_GRAPH_CHECK=1 turns it on too.
+	GraphCheck bool
 }
 
 // gpuBuckets are the step sizes a batch chunk is padded to; each has its
@@ -41,8 +56,14 @@ type GPUEngine struct {
 	s      gpuScratch           // device activations for gpuMaxBatch tokens
 	in     *cuda.Buffer         // [3][gpuMaxBatch] int32: tokens, positions, sequences
 	hostIn []int32              // [3*gpuMaxBatch] staging for in
-	logits []float32            // [gpuMaxBatch*Vocab] staging for the logits of one step
-	graphs map[int]*cuda.Graph  // by bucket, captured on first use
+	logits []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check  []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	graphs map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
+	stats  gpuGraphStats
+
+	// beforeStep, when set, is queued first in every step (tests inject
+	// operations with it).
+	beforeStep func(B int) error
 }
 
 // gpuScratch holds device activations, each with gpuMaxBatch rows; a step
@@ -66,6 +87,12 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	}
 	if opts.MaxSeqs <= 0 {
 		opts.MaxSeqs = 1
+	}
+	if os.Getenv("LLMSERVE_GRAPH_CHECK") == "1" {
+		opts.GraphCheck = true
+	}
+	if opts.GraphCheck {
+		opts.Graphs = true
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
 		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
@@ -131,7 +158,9 @@ func (e *GPUEngine) init() error {
 	e.s.pos = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(B)), Len: B}
 	e.s.seq = kernels.DevI32{Ptr: e.in.Ptr().Add(8 * int64(B)), Len: B}
 	e.hostIn = make([]int32, 3*B)
-	e.logits = make([]float32, B*m.Vocab)
+	if e.opts.GraphCheck {
+		e.logits, e.check = make([]float32, B*m.Vocab), make([]float32, B*m.Vocab)
+	}
 	return e.dev.Sync()
 }
 
@@ -174,36 +203,12 @@ func (e *GPUEngine) Close() error {
 // Forward runs one step over b; see Engine. Batches of more than 64
 // tokens run in chunks of 64, in order.
 func (e *GPUEngine) Forward(b *Batch, out []float32) error {
-	n := b.Len()
-	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
-		return fmt.Errorf("decode: batch slices differ in length")
-	}
-	want := 0
-	for i := 0; i < n; i++ {
-		switch {
-		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= e.m.Vocab:
-			return fmt.Errorf("decode: token %d is outside the vocabulary of %d", b.Tokens[i], e.m.Vocab)
-		case b.Pos[i] < 0 || int(b.Pos[i]) >= e.opts.Context:
-			return fmt.Errorf("decode: position %d is outside the context of %d", b.Pos[i], e.opts.Context)
-		case b.Seq[i] < 0 || int(b.Seq[i]) >= e.opts.MaxSeqs:
-			return fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], e.opts.MaxSeqs)
-		}
-		if b.Logits[i] {
-			want++
-		}
-	}
-	if len(out) < want*e.m.Vocab {
-		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*e.m.Vocab)
+	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, out); err != nil {
+		return err
 	}
 	return e.dev.Context().Do(func() error {
-		for lo := 0; lo < n; lo += gpuMaxBatch {
-			hi := min(lo+gpuMaxBatch, n)
-			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
-			got, err := e.chunk(&chunk, out)
-			if err != nil {
-				return fmt.Errorf("decode: cuda: %w", err)
-			}
-			out = out[got*e.m.Vocab:]
+		if err := b.chunks(gpuMaxBatch, e.m.Vocab, out, e.chunk); err != nil {
+			return fmt.Errorf("decode: cuda: %w", err)
 		}
 		return nil
 	})
@@ -223,6 +228,53 @@ func bucket(n int) int {
 // out, returning the number of rows written.
 func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
 	n := b.Len()
+	B, err := e.writeInputs(b)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case e.opts.GraphCheck:
+		if err := e.checkStep(B, n); err != nil {
+			return 0, err
+		}
+	case e.opts.Graphs:
+		if err := e.graphStep(B); err != nil {
+			return 0, err
+		}
+	default:
+		if err := e.eagerStep(B); err != nil {
+			return 0, err
+		}
+	}
+	V := e.m.Vocab
+	// Copy each run of consecutive wanted rows straight into out.
+	r := 0
+	for i := 0; i < n; {
+		if !b.Logits[i] {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < n && b.Logits[j] {
+			j++
+		}
+		src := e.s.logits.Ptr.Add(int64(i) * int64(V) * 4)
+		if err := e.dev.Context().ReadAt(src, cuda.AsBytes(out[r*V:(r+j-i)*V])); err != nil {
+			return 0, err
+		}
+		r += j - i
+		i = j
+	}
+	if r == 0 {
+		return 0, e.dev.Sync()
+	}
+	return r, nil
+}
+
+// writeInputs queues the upload of b's tokens, positions and sequences,
+// padded to its bucket, which it returns.
+func (e *GPUEngine) writeInputs(b *Batch) (int, error) {
+	n := b.Len()
 	B := bucket(n)
 	for i := 0; i < B; i++ {
 		tok, pos, seq := int32(0), int32(0), int32(-1)
@@ -231,51 +283,11 @@ func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
 		}
 		e.hostIn[i], e.hostIn[gpuMaxBatch+i], e.hostIn[2*gpuMaxBatch+i] = tok, pos, seq
 	}
-	if err := e.in.Write(0, cuda.AsBytes(e.hostIn)); err != nil {
-		return 0, err
-	}
-	if e.opts.Graphs {
-		g, ok := e.graphs[B]
-		if !ok {
-			var err error
-			if g, err = e.dev.Context().Capture(func() error { return e.step(B) }); err != nil {
-				return 0, fmt.Errorf("capture step of %d: %w", B, err)
-			}
-			e.graphs[B] = g
-		}
-		if err := g.Launch(); err != nil {
-			return 0, err
-		}
-	} else if err := e.step(B); err != nil {
-		return 0, err
-	}
-	V := e.m.Vocab
-	rows := 0
-	for i := 0; i < n; i++ {
-		if b.Logits[i] {
-			rows++
-		}
-	}
-	if rows == 0 {
-		return 0, e.dev.Sync()
-	}
-	// Read the logits of tokens [0, last wanted] and keep the wanted rows.
-	last := 0
-	for i := 0; i < n; i++ {
-		if b.Logits[i] {
-			last = i
-		}
-	}
-	host := e.logits[:(last+1)*V]
-	if err := e.dev.Context().ReadAt(e.s.logits.Ptr, cuda.AsBytes(host)); err != nil {
-		return 0, err
-	}
-	r := 0
-	for i := 0; i <= last; i++ {
-		if b.Logits[i] {
-			copy(out[r*V:(r+1)*V], host[i*V:(i+1)*V])
-			r++
-		}
-	}
-	return rows, nil
+	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
+}
+
+// eagerStep launches the kernels of a step of B tokens one by one.
+func (e *GPUEngine) eagerStep(B int) error {
+	e.stats.eagerSteps.Add(1)
+	return e.step(B)
 }

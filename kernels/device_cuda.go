@@ -23,6 +23,11 @@ type Device struct {
 	ctx     *cuda.Context
 	mods    []*cuda.Module
 	kernels map[string]*cuda.Kernel // every kernel of every module, by name
+
+	layer     int      // label of the following launches (see Label)
+	op        string   // label of the following launches
+	profiling bool     // launches record timing events into prof
+	prof      *profile // events and launches of the current (or last) profile
 }
 
 // kernelNames lists what each fat binary must provide; the matvec and
@@ -75,7 +80,7 @@ func (d *Device) Sync() error { return d.ctx.Sync() }
 
 // Close unloads the kernels and releases the context.
 func (d *Device) Close() error {
-	var first error
+	first := d.closeProfile()
 	for _, m := range d.mods {
 		if err := m.Unload(); err != nil && first == nil {
 			first = err
@@ -93,6 +98,9 @@ func (d *Device) launch(name string, grid, block cuda.Dim3, shared int, args ...
 	k, ok := d.kernels[name]
 	if !ok {
 		return fmt.Errorf("kernels: no kernel %q loaded", name)
+	}
+	if d.profiling {
+		return d.profiledLaunch(k, grid, block, shared, args...)
 	}
 	return k.Launch(grid, block, shared, args...)
 }

@@ -1,33 +1,127 @@
 #!/usr/bin/env bash
-# Runs llmserve's CUDA benchmarks: every .gpu/*.test binary (built by
-# scripts/gpu-test.sh) with -test.bench, full output under LOGDIR (default
-# .gpu/logs), then a short table: benchmark, µs per call, GB/s of the bytes
-# each benchmark counts, tokens per second where reported. Arguments: a -test.bench pattern (default .) and a
-# -test.benchtime (default 200x).
+# Benchmarks llmserve's CUDA engine where the GPU is, with nothing to build
+# there: it runs a cuda-built llmserve binary (LLMSERVE, default
+# .gpu/llmserve, unpacked from LLMSERVE.gz when only that is there; make it
+# with `go build -tags cuda -ldflags='-s -w' -o .gpu/llmserve ./cmd/llmserve`)
+# that synthesizes llama models of the Llama-3.2-1B and Llama-3.1-8B shapes
+# with the 128256-token llama-bpe vocabulary (VOCAB, default
+# .gpu/shared/vocab/ggml-vocab-llama-bpe.gguf) into a temporary folder
+# (BENCH_TMP, default TMPDIR; the next model is synthesized while the
+# current one is measured, and each is deleted after), and for each prints:
+#   - batch-1 generation (tg128) tok/s with CUDA graphs on and off,
+#   - aggregate generation tok/s for B sequences decoding together,
+#   - prompt processing (pp512) tok/s,
+# each beside the weight-streaming roofline (steps/s <= 4255 GB/s / bytes of
+# weights read per step, from `llmserve inspect`; times the tokens per step:
+# B for decoding, 64 for a prompt, which runs in chunks of 64) and beside
+# llama.cpp's figure on the same H200 (../shared/CUDA.md), plus the wall
+# time of the synthesis. Full logs go to LOGDIR (default .gpu/logs); a short
+# table of everything is printed last.
+#
+# Arguments: models as shape/type (default: 1b/Q4_K_M 1b/Q8_0 1b/F16
+# 8b/Q4_K_M 8b/Q8_0 8b/F16). BATCHES (default 1,2,4,8,16,32,64) and
+# BATCHES_8B_F16 (default 1,4,16,64) are the B values.
+#
+#   bash scripts/bench-gpu.sh               # all six, about 8 minutes on an H200
+#   LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
 set -uo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd) # the repository, or .gpu when run as .gpu/scripts/bench-gpu.sh
+first() { for f in "$@"; do [ -e "$f" ] || [ -e "$f.gz" ] && { echo "$f"; return; }; done; echo "$1"; }
+LLMSERVE=${LLMSERVE:-$(first "$root/.gpu/llmserve" "$root/llmserve")}
+VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$root/shared/vocab/ggml-vocab-llama-bpe.gguf")}
 LOGDIR=${LOGDIR:-.gpu/logs}
-PATTERN=${1:-.}
-BENCHTIME=${2:-200x}
+BATCHES=${BATCHES:-1,2,4,8,16,32,64}
+BATCHES_8B_F16=${BATCHES_8B_F16:-1,4,16,64}
+# The next model is synthesized while the current one is measured, on all
+# but SPARE_CORES cores.
+SPARE_CORES=${SPARE_CORES:-4}
+workers=$(( $(nproc) - SPARE_CORES )); [ "$workers" -ge 1 ] || workers=1
+MODELS=("$@")
+[ ${#MODELS[@]} -gt 0 ] || MODELS=(1b/Q4_K_M 1b/Q8_0 1b/F16 8b/Q4_K_M 8b/Q8_0 8b/F16)
 mkdir -p "$LOGDIR"
+if [ ! -e "$LLMSERVE" ] && [ -e "$LLMSERVE.gz" ]; then gunzip -f "$LLMSERVE.gz" && chmod +x "$LLMSERVE"; fi
 nvidia-smi -L >/dev/null 2>&1 || { echo "bench-gpu: no GPU here" >&2; exit 1; }
+[ -x "$LLMSERVE" ] || { echo "bench-gpu: no llmserve binary at $LLMSERVE (go build -tags cuda -o $LLMSERVE ./cmd/llmserve)" >&2; exit 1; }
+[ -f "$VOCAB" ] || { echo "bench-gpu: no vocabulary at $VOCAB" >&2; exit 1; }
+tmp=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/llmserve-bench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# llama.cpp on the same H200 (../shared/CUDA.md, "Reference figures"):
+# pp512, tg128 with graphs, tg128 without graphs ("-" where not measured).
+declare -A LCPP_PP=([1b/Q4_K_M]=31047 [1b/Q8_0]=38538 [1b/F16]=56452 [8b/Q4_K_M]=9226 [8b/Q8_0]=10727 [8b/F16]=19132)
+declare -A LCPP_TG=([1b/Q4_K_M]=524 [1b/Q8_0]=461 [1b/F16]=500 [8b/Q4_K_M]=212 [8b/Q8_0]=200 [8b/F16]=161)
+declare -A LCPP_TG_NOGRAPH=([1b/Q4_K_M]=431 [1b/Q8_0]=417 [8b/Q4_K_M]=186 [8b/Q8_0]=172)
+# Batched decode (llama-batched-bench, Q4_K_M only), aggregate tok/s by B.
+declare -A LCPP_BATCH=([1b/Q4_K_M/1]=296 [1b/Q4_K_M/4]=889 [1b/Q4_K_M/16]=2334 [1b/Q4_K_M/64]=4117
+	[8b/Q4_K_M/1]=135 [8b/Q4_K_M/4]=330 [8b/Q4_K_M/16]=1087 [8b/Q4_K_M/64]=2186)
+
+summary="$LOGDIR/bench-summary.txt"
+: > "$summary"
+row() { printf '%-11s %-11s %-16s %10s %10s %10s %7s\n' "$@"; }
+row model measure '' 'tok/s' roofline llama.cpp '%roof' | tee -a "$summary"
 status=0
-for bin in .gpu/*.test; do
-	[ -x "$bin" ] || continue
-	name=$(basename "$bin" .test)
-	dir=$(echo "$name" | tr _ /)
-	[ -d "$dir" ] || dir=.
+# tokps LOG PATTERN: the tok/s figure of the bench output line matching PATTERN.
+tokps() { awk -v pat="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($(i+1) == "tok/s") { print $i; exit } }' "$1"; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.0f%%", 100 * a / b; else print "-" }'; }
+roof() { awk -v bytes="$1" -v n="$2" 'BEGIN { printf "%.0f", n * 4255e9 / bytes }'; }
+
+# synth_bg I: synthesizes model I in the background; its exit status and
+# wall time land in $tmp/synth-I.
+synth_bg() {
+	local spec=${MODELS[$1]}
+	local shape=${spec%/*} type=${spec#*/}
+	(
+		start=$(date +%s.%N)
+		"$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" --workers "$workers" \
+			-o "$tmp/llama-$shape-$type.gguf" > "$LOGDIR/synth-$shape-$type.log" 2>&1
+		rc=$?
+		echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$tmp/synth-$1"
+	) &
+	synth_pid=$!
+}
+
+synth_bg 0
+for i in "${!MODELS[@]}"; do
+	spec=${MODELS[$i]}
+	shape=${spec%/*} type=${spec#*/}
+	name="${shape}-${type}"
+	model="$tmp/llama-$name.gguf"
 	log="$LOGDIR/bench-$name.log"
-	( cd "$dir" && "$OLDPWD/$bin" -test.run '^$' -test.bench "$PATTERN" -test.benchtime "$BENCHTIME" -test.benchmem=false ) > "$log" 2>&1 || status=1
+	wait "$synth_pid"
+	read -r rc synth_s < "$tmp/synth-$i"
+	[ "$i" -lt $(( ${#MODELS[@]} - 1 )) ] && synth_bg $((i + 1))
+	if [ "$rc" -ne 0 ]; then
+		echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
+	fi
+	echo "== llama $spec: synthesized in ${synth_s}s on $workers cores" > "$log"
+	"$LLMSERVE" inspect "$model" > "$LOGDIR/inspect-$name.txt" 2>&1
+	bytes=$(sed -n 's/^weights read per generated token: .*(\([0-9]*\) bytes).*/\1/p' "$LOGDIR/inspect-$name.txt")
+	if [ -z "$bytes" ]; then
+		echo "bench-gpu: inspect $spec printed no bytes per token, see $LOGDIR/inspect-$name.txt" >&2; status=1; continue
+	fi
+	batches=$BATCHES
+	[ "$spec" = 8b/F16 ] && batches=$BATCHES_8B_F16
+	g="$LOGDIR/bench-$name-graphs.log" ng="$LOGDIR/bench-$name-nographs.log"
+	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
+	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
+	cat "$g" "$ng" >> "$log"
+	rm -f "$model"
+	{
+		row "$spec" synth "$workers cores" "${synth_s}s" '' '' ''
+		v=$(tokps "$g" '^tg128 B=1 ')
+		row "$spec" 'tg128 B=1' 'graphs' "$v" "$(roof "$bytes" 1)" "${LCPP_TG[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 1)")"
+		v=$(tokps "$ng" '^tg128 B=1 ')
+		row "$spec" 'tg128 B=1' 'no graphs' "$v" "$(roof "$bytes" 1)" "${LCPP_TG_NOGRAPH[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 1)")"
+		for B in ${batches//,/ }; do
+			v=$(tokps "$g" "^tg128 B=$B ")
+			row "$spec" "tg128 B=$B" aggregate "$v" "$(roof "$bytes" "$B")" "${LCPP_BATCH[$spec/$B]:--}" "$(pct "$v" "$(roof "$bytes" "$B")")"
+		done
+		v=$(tokps "$g" '^pp512:')
+		row "$spec" pp512 '' "$v" "$(roof "$bytes" 64)" "${LCPP_PP[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 64)")"
+	} | tee -a "$summary"
 done
-printf '%-52s %12s %10s %10s\n' benchmark 'µs/op' 'GB/s' 'tok/s'
-cat "$LOGDIR"/bench-*.log | awk '/^Benchmark/ {
-	name=$1; sub(/-[0-9]+$/, "", name); us=""; gbs=""; tps="";
-	for (i = 2; i < NF; i++) {
-		if ($(i+1) == "ns/op") us = sprintf("%.2f", $i/1000)
-		if ($(i+1) == "MB/s") gbs = sprintf("%.0f", $i/1000)
-		if ($(i+1) == "tok/s") tps = sprintf("%.0f", $i)
-	}
-	printf "%-52s %12s %10s %10s\n", name, us, gbs, tps }'
-grep -h -E '^(--- FAIL|FAIL|panic)' "$LOGDIR"/bench-*.log && status=1
+echo
+echo "roofline: tokens per step x 4255 GB/s / bytes of weights read per step (llmserve inspect);"
+echo "llama.cpp: ../shared/CUDA.md (same H200; batched figures measured for Q4_K_M only). Logs: $LOGDIR"
+cat "$summary"
 exit $status

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs llmserve's CUDA tests. Where Go is installed it first builds the
-# cuda-tagged test binaries of every package that has them into .gpu/;
+# cuda-tagged test binaries of every package that has them into .gpu/
+# (stripped; gzip them to copy them, this script unpacks .gpu/*.test.gz);
 # where a GPU is present it runs every .gpu/*.test binary, writing each
 # one's full log under LOGDIR (default .gpu/logs), and ends with one line
 # `N passed, N failed` counting test functions (subtests included).
@@ -15,7 +16,7 @@ if command -v go >/dev/null; then
 		if ls "$dir"/*_cuda_test.go >/dev/null 2>&1; then
 			name=$(echo "$dir" | tr / _)
 			echo "build $pkg -> .gpu/$name.test"
-			go test -c -tags cuda -o ".gpu/$name.test" "./$dir" || exit 1
+			go test -c -tags cuda -ldflags='-s -w' -o ".gpu/$name.test" "./$dir" || exit 1
 		fi
 	done
 fi
@@ -23,6 +24,10 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 	echo "gpu-test: no GPU here; test binaries are in .gpu/ (run this script where the GPU is)"
 	exit 0
 fi
+for gz in .gpu/*.test.gz; do
+	[ -e "$gz" ] || continue
+	gunzip -f "$gz" && chmod +x "${gz%.gz}" || exit 1
+done
 pass=0 fail=0
 for bin in .gpu/*.test; do
 	[ -x "$bin" ] || continue

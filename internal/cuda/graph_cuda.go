@@ -67,15 +67,18 @@ import "C"
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 )
 
 // Graph is a captured sequence of kernels (the template graph) and its
 // executable instance.
 type Graph struct {
-	ctx   *Context
-	graph C.CUgraph
-	exec  C.CUgraphExec
+	ctx         *Context
+	graph       C.CUgraph
+	exec        C.CUgraphExec
+	capture     time.Duration // how long the last capture took
+	instantiate time.Duration // how long the last instantiation (or in-place update) took
 }
 
 // GraphNode is a kernel node of a Graph's template.
@@ -90,16 +93,41 @@ func (c *Context) Capture(fn func() error) (*Graph, error) {
 		return nil, err
 	}
 	defer release()
+	start := time.Now()
 	g, err := c.capture(fn)
 	if err != nil {
 		return nil, err
 	}
-	gr := &Graph{ctx: c, graph: g}
+	gr := &Graph{ctx: c, graph: g, capture: time.Since(start)}
+	start = time.Now()
 	if err := check("cuGraphInstantiateWithFlags", C.cuGraphInstantiateWithFlags(&gr.exec, g, 0)); err != nil {
 		C.cuGraphDestroy(g)
 		return nil, err
 	}
+	gr.instantiate = time.Since(start)
 	return gr, nil
+}
+
+// CaptureTime is how long the last capture of the graph took (fn's host
+// time included).
+func (g *Graph) CaptureTime() time.Duration { return g.capture }
+
+// InstantiateTime is how long the last instantiation, or in-place update
+// by Recapture, took.
+func (g *Graph) InstantiateTime() time.Duration { return g.instantiate }
+
+// Nodes is the number of nodes of the template graph (of every type).
+func (g *Graph) Nodes() (int, error) {
+	release, err := g.ctx.bind()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n C.size_t
+	if err := check("cuGraphGetNodes", C.cuGraphGetNodes(g.graph, nil, &n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
 }
 
 func (c *Context) capture(fn func() error) (C.CUgraph, error) {
@@ -195,10 +223,14 @@ func (g *Graph) Recapture(fn func() error) error {
 		return err
 	}
 	defer release()
+	start := time.Now()
 	ng, err := g.ctx.capture(fn)
 	if err != nil {
 		return err
 	}
+	g.capture = time.Since(start)
+	start = time.Now()
+	defer func() { g.instantiate = time.Since(start) }()
 	var res C.int
 	if C.llm_exec_update(g.exec, ng, &res) != C.CUDA_SUCCESS {
 		var exec C.CUgraphExec

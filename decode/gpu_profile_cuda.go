@@ -1,0 +1,58 @@
+//go:build cuda
+
+package decode
+
+import (
+	"fmt"
+)
+
+var _ StepProfiler = (*GPUEngine)(nil)
+
+// ProfileStep runs b (at most 64 tokens) as one step with its kernels
+// launched one by one, each between two timing events, and returns every
+// launch's device time in launch order. The step is real: it writes b's
+// tokens into the KV cache as Forward does. Kernels shorter than the host's
+// launch overhead (a few µs) read high, since the device waits for them.
+// Like Forward, it must not run concurrently with another step.
+func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
+	// Check b as Forward does, without asking for logits.
+	probe := Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Logits: make([]bool, len(b.Logits))}
+	if err := probe.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, nil); err != nil {
+		return nil, err
+	}
+	if n := b.Len(); n < 1 || n > gpuMaxBatch {
+		return nil, fmt.Errorf("decode: profile: a step holds 1 to %d tokens, not %d", gpuMaxBatch, n)
+	}
+	var ts []KernelTime
+	err := e.dev.Context().Do(func() error {
+		B, err := e.writeInputs(b)
+		if err != nil {
+			return err
+		}
+		e.dev.StartProfile()
+		serr := e.eagerStep(B)
+		launches, perr := e.dev.StopProfile()
+		if serr != nil {
+			return serr
+		}
+		if perr != nil {
+			return perr
+		}
+		var total float64
+		for _, l := range launches {
+			total += l.Micros
+		}
+		ts = make([]KernelTime, len(launches))
+		for i, l := range launches {
+			ts[i] = KernelTime{Kernel: l.Kernel, Layer: l.Layer, Op: l.Op, Micros: l.Micros}
+			if total > 0 {
+				ts[i].Share = l.Micros / total
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode: cuda: profile: %w", err)
+	}
+	return ts, nil
+}

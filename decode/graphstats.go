@@ -1,0 +1,71 @@
+package decode
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// GraphStats counts how an engine that replays CUDA graphs ran its steps.
+// A step is one chunk of at most 64 tokens.
+type GraphStats struct {
+	Captures     uint64 // graphs captured and instantiated
+	Replays      uint64 // steps run by replaying a graph
+	ParamUpdates uint64 // kernel-node parameter updates before a replay
+	Fallbacks    uint64 // captures or instantiations that failed, leaving their bucket to eager launches
+	EagerSteps   uint64 // steps run by launching kernels one by one
+}
+
+// GraphStatser is an engine that reports GraphStats (safe to call from any
+// goroutine while the engine runs).
+type GraphStatser interface {
+	GraphStats() GraphStats
+}
+
+// KernelTime is the device time of one kernel launch of a profiled step.
+type KernelTime struct {
+	Kernel string  // the kernel's name, e.g. matvec_Q4_K_1
+	Layer  int     // transformer block, -1 outside the blocks
+	Op     string  // the operation, named as llama.cpp names its tensors (attn_q, ffn_down, ...)
+	Micros float64 // device time between events recorded before and after the launch
+	Share  float64 // Micros over the step's total
+}
+
+// StepProfiler is an engine that can time every kernel launch of one step.
+// The step is a real one: it writes the KV cache like Forward.
+type StepProfiler interface {
+	ProfileStep(b *Batch) ([]KernelTime, error)
+}
+
+// WriteKernelTable prints ts as a table (kernel, layer, op, µs, share) in
+// launch order, then the total and the kernels by total time.
+func WriteKernelTable(w io.Writer, ts []KernelTime) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "kernel\tlayer\top\tµs\tshare\t")
+	var total float64
+	byKernel := map[string]float64{}
+	var order []string
+	for _, t := range ts {
+		layer := "-"
+		if t.Layer >= 0 {
+			layer = fmt.Sprint(t.Layer)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f%%\t\n", t.Kernel, layer, t.Op, t.Micros, 100*t.Share)
+		total += t.Micros
+		if _, ok := byKernel[t.Kernel]; !ok {
+			order = append(order, t.Kernel)
+		}
+		byKernel[t.Kernel] += t.Micros
+	}
+	fmt.Fprintf(tw, "total\t\t%d launches\t%.1f\t100%%\t\n", len(ts), total)
+	fmt.Fprintln(tw, "\t\t\t\t\t")
+	fmt.Fprintln(tw, "kernel\t\tall layers\tµs\tshare\t")
+	for _, k := range order {
+		share := 0.0
+		if total > 0 {
+			share = byKernel[k] / total
+		}
+		fmt.Fprintf(tw, "%s\t\t\t%.1f\t%.1f%%\t\n", k, byKernel[k], 100*share)
+	}
+	return tw.Flush()
+}

@@ -96,6 +96,9 @@ func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, err
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	if g, ok := eng.(GraphStatser); ok {
+		cfg.Metrics.WatchGraphs(g)
+	}
 	n := eng.MaxSeqs()
 	s := &Scheduler{
 		eng:     eng,

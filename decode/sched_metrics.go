@@ -22,6 +22,14 @@ type Metrics struct {
 	slots     int               // slots in all
 	ttft      histogram         // seconds from submission to the first token
 	itl       histogram         // seconds between consecutive tokens of a request
+	graphs    GraphStatser      // the engine's CUDA graph counters, or nil
+}
+
+// WatchGraphs adds an engine's CUDA graph counters to the metrics.
+func (m *Metrics) WatchGraphs(g GraphStatser) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.graphs = g
 }
 
 // histogram is a cumulative-bucket histogram with fixed upper bounds.
@@ -135,6 +143,14 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	p.scalar("llmserve_slots_total", "gauge", "Sequence slots in all.", float64(m.slots))
 	p.histogram("llmserve_time_to_first_token_seconds", "Time from submission to the first generated token.", &m.ttft)
 	p.histogram("llmserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.", &m.itl)
+	if m.graphs != nil {
+		g := m.graphs.GraphStats()
+		p.scalar("llmserve_cuda_graph_captures_total", "counter", "CUDA graphs captured and instantiated.", float64(g.Captures))
+		p.scalar("llmserve_cuda_graph_replays_total", "counter", "Steps run by replaying a CUDA graph.", float64(g.Replays))
+		p.scalar("llmserve_cuda_graph_param_updates_total", "counter", "Kernel-node parameter updates before replays.", float64(g.ParamUpdates))
+		p.scalar("llmserve_cuda_graph_fallbacks_total", "counter", "Graph captures or instantiations that failed (their batch size runs eagerly).", float64(g.Fallbacks))
+		p.scalar("llmserve_cuda_eager_steps_total", "counter", "Steps run by launching kernels one by one.", float64(g.EagerSteps))
+	}
 	return p.err
 }
 

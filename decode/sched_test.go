@@ -410,3 +410,28 @@ func TestMetricsPrometheus(t *testing.T) {
 		}
 	}
 }
+
+// graphEngine is a fake engine that also reports CUDA graph counters.
+type graphEngine struct {
+	Engine
+	stats GraphStats
+}
+
+func (g graphEngine) GraphStats() GraphStats { return g.stats }
+
+func TestMetricsShowGraphStats(t *testing.T) {
+	m := NewMetrics()
+	m.WatchGraphs(graphEngine{stats: GraphStats{Captures: 7, Replays: 1234, Fallbacks: 1, EagerSteps: 5}})
+	var buf strings.Builder
+	if err := m.WritePrometheus(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"llmserve_cuda_graph_captures_total 7\n", "llmserve_cuda_graph_replays_total 1234\n",
+		"llmserve_cuda_graph_param_updates_total 0\n", "llmserve_cuda_graph_fallbacks_total 1\n", "llmserve_cuda_eager_steps_total 5\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, buf.String())
+		}
+	}
+}

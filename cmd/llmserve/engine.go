@@ -13,12 +13,15 @@ var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)
 
 // engineConfig is what the commands' flags say about the engine.
 type engineConfig struct {
-	Context    int  // positions per sequence
-	MaxSeqs    int  // sequence slots
-	MaxBatch   int  // tokens per CPU step
-	Threads    int  // CPU threads
-	GPULayers  int  // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
-	CUDAGraphs bool // replay decode steps from captured CUDA graphs
+	Context    int          // positions per sequence
+	MaxSeqs    int          // sequence slots
+	MaxBatch   int          // tokens per CPU step
+	Threads    int          // CPU threads
+	GPULayers  int          // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
+	CUDAGraphs bool         // replay decode steps from captured CUDA graphs
+	GraphDump  string       // folder for DOT files of captured graphs, or ""
+	GraphCheck bool         // run steps eagerly and from graphs and compare
+	Info       func(string) // progress and diagnostics of the GPU engine; nil: none
 }
 
 // openEngine opens the GPU engine when the configuration asks for it and the
@@ -29,7 +32,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
 		}
-		e, err := openGPUEngine(m, c)
+		e, err := openGPUEngine(m, c, warn)
 		switch {
 		case err == nil:
 			desc := "GPU, CUDA graphs on"

@@ -8,4 +8,6 @@ import (
 )
 
 // openGPUEngine always fails in a build without the cuda tag.
-func openGPUEngine(*model.Model, engineConfig) (decode.Engine, error) { return nil, errNoGPU }
+func openGPUEngine(*model.Model, engineConfig, func(string)) (decode.Engine, error) {
+	return nil, errNoGPU
+}

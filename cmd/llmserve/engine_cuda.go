@@ -8,6 +8,9 @@ import (
 )
 
 // openGPUEngine opens the CUDA engine on device 0.
-func openGPUEngine(m *model.Model, c engineConfig) (decode.Engine, error) {
-	return decode.NewGPUEngine(m, decode.GPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs})
+func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, error) {
+	return decode.NewGPUEngine(m, decode.GPUOptions{
+		Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs,
+		GraphDump: c.GraphDump, GraphCheck: c.GraphCheck, Warn: warn, Info: c.Info,
+	})
 }

@@ -40,6 +40,8 @@ type serveOptions struct {
 	gpuLayers    int
 	cudaGraphs   bool
 	noCUDAGraphs bool
+	graphDump    string
+	graphCheck   bool
 	apiKey       string
 	cors         string
 	timeout      time.Duration
@@ -83,9 +85,11 @@ Flags (one or two dashes):
 	num(&o.parallel, "parallel,np", 4, "request `slots` decoded together (continuous batching)")
 	num(&o.batch, "batch-size,b", 512, "most `tokens` in one forward step (decode tokens plus prompt chunks)")
 	num(&o.threads, "threads,t", 0, "CPU `threads` (0: all cores)")
-	num(&o.gpuLayers, "n-gpu-layers,ngl", 0, "layers to offload to the GPU (needs a build with GPU support)")
-	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", false, "capture decode steps in CUDA graphs (GPU builds)")
-	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "never use CUDA graphs (GPU builds)")
+	num(&o.gpuLayers, "n-gpu-layers,ngl", -1, "layers on the GPU: -1 the GPU when the build and machine have one, 0 the CPU, N > 0 the GPU (all layers)")
+	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU; the default)")
+	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
+	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
+	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
 	str(&o.apiKey, "api-key", os.Getenv("LLMSERVE_API_KEY"), "require 'Authorization: Bearer `KEY`' on every route but /health (default $LLMSERVE_API_KEY)")
 	str(&o.cors, "cors-origin", "", "comma-separated `origins` allowed to call from a browser (\"*\": any)")
 	o.timeout, o.shutdown = 10*time.Minute, 30*time.Second
@@ -117,9 +121,6 @@ func serveCmd(args []string) error {
 		return fmt.Errorf("serve: --parallel %d, --batch-size %d and --queue %d must be positive", o.parallel, o.batch, o.queue)
 	}
 	log := httpapi.NewLogger(os.Stderr)
-	if o.gpuLayers != 0 || o.cudaGraphs {
-		log.Warn().Int("n_gpu_layers", o.gpuLayers).Msg("this build has no GPU support: running every layer on the CPU")
-	}
 	if o.alias == "" {
 		o.alias = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
 	}
@@ -269,10 +270,16 @@ func buildModel(f *gguf.File, o serveOptions, log zerolog.Logger) (*loadedModel,
 	if ctxSize > m.CtxTrain {
 		log.Warn().Int("ctx_size", ctxSize).Int("ctx_train", m.CtxTrain).Msg("context larger than the model was trained on")
 	}
-	eng, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads})
+	eng, desc, err := openEngine(m, engineConfig{
+		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
+		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
+		GraphDump: o.graphDump, GraphCheck: o.graphCheck,
+		Info: func(s string) { log.Info().Msg(s) },
+	}, func(s string) { log.Warn().Msg(s) })
 	if err != nil {
 		return nil, err
 	}
+	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
 	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{MaxQueue: o.queue, StepTokens: o.batch})
 	if err != nil {
 		eng.Close()

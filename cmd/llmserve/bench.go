@@ -42,6 +42,7 @@ func benchCmd(args []string) error {
 	fs.IntVar(&ec.Threads, "t", 0, "CPU threads (0 = all)")
 	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
+	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step (GPU engine)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,7 +88,27 @@ func benchCmd(args []string) error {
 		}
 		printBench(os.Stdout, f, best, i == 0)
 	}
+	if *profile {
+		return profileStep(os.Stdout, e, *nPrompt)
+	}
 	return nil
+}
+
+// profileStep prints the device time of every kernel of one decode step
+// at position pos of sequence 0.
+func profileStep(w io.Writer, e decode.Engine, pos int) error {
+	p, ok := e.(decode.StepProfiler)
+	if !ok {
+		return errors.New("--profile needs the GPU engine")
+	}
+	var b decode.Batch
+	b.Add(1, int32(pos), 0, true)
+	times, err := p.ProfileStep(&b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "kernels of one decode step at position %d:\n", pos)
+	return decode.WriteKernelTable(w, times)
 }
 
 // benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs

@@ -57,6 +57,15 @@ const benchTokens = 128
 // Llama 3's 128k vocabulary in Q8_0 (the output layer makes steps of
 // realistic millisecond scale), written to the temporary folder on first
 // use.
+// envBenchModel is the model named by LLMSERVE_BENCH_MODEL, or a skip.
+func envBenchModel(b *testing.B) string {
+	p := os.Getenv("LLMSERVE_BENCH_MODEL")
+	if p == "" {
+		b.Skip("LLMSERVE_BENCH_MODEL not set: skipping the case of a real-sized model")
+	}
+	return p
+}
+
 func BenchmarkThroughput(b *testing.B) {
 	models := []struct {
 		name string
@@ -64,6 +73,9 @@ func BenchmarkThroughput(b *testing.B) {
 	}{
 		{"stories260K", func(b *testing.B) string { return shared.Path(b, "models/stories260K.gguf") }},
 		{"tiny-bpe-Q8_0", tinyBPEModel},
+		// LLMSERVE_BENCH_MODEL adds a model of real size (e.g. one made by
+		// `llmserve synth --shape 1b`), whose steps take what a user's do.
+		{"env", envBenchModel},
 	}
 	for _, m := range models {
 		for _, streams := range []int{8, 32} {

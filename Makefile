@@ -6,7 +6,7 @@ MODEL   ?=
 PORT    ?= 8080
 SHARED  ?= ../shared
 
-.PHONY: build test test-short run bench-cpu fuzz vet clean check-cuda e2e
+.PHONY: build test test-short run bench-cpu bench-http fuzz vet clean check-cuda e2e
 
 build:
 	$(GO) build -o $(BIN) ./cmd/llmserve
@@ -42,6 +42,10 @@ bench-cpu:
 check-cuda:
 	$(GO) vet -tags cuda ./...
 	scripts/gpu-fatbin-check.sh
+
+# bench-http compares streamed tokens/s through HTTP with the engine's own.
+bench-http:
+	scripts/bench-http.sh
 
 # e2e serves ../shared/models/stories260K.gguf and drives it with curl and the
 # official openai npm client (also part of make test).

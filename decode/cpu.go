@@ -16,6 +16,10 @@ type CPUOptions struct {
 	MaxSeqs  int // sequence slots in the KV cache; 0 = 1
 	MaxBatch int // tokens per internal step; larger batches run in chunks; 0 = 512
 	Threads  int // worker threads; 0 = GOMAXPROCS
+	// Progress, when set, is told how far reading the weights into memory
+	// has come (they are read once at load, like llama.cpp's prefetch, so
+	// the first request does not wait for the disk).
+	Progress Progress
 }
 
 // CPUEngine runs the forward pass of a model on the CPU with the pure-Go
@@ -32,6 +36,7 @@ type CPUEngine struct {
 
 	ropeFreqs []float32 // [RopeDim/2] llama3 frequency divisors, or nil
 	s         cpuScratch
+	pageSum   byte // sum of the bytes prefault read, kept so the reads stay
 }
 
 // cpuWeights holds the model's matrices in the kernels' form.
@@ -78,6 +83,9 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	e := &CPUEngine{m: m, opts: opts, kvDim: m.KVHeads * m.HeadDim}
+	if opts.Progress != nil {
+		e.pageSum = prefault(m, opts.Progress)
+	}
 	var err error
 	if e.w, err = loadCPUWeights(m); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -139,6 +147,24 @@ func loadCPUWeights(m *model.Model) (cpuWeights, error) {
 		}
 	}
 	return w, err
+}
+
+// prefault reads one byte of every page of every weight tensor, so that the
+// memory-mapped weights are resident, reporting progress as it goes. It
+// returns the sum of the bytes read.
+func prefault(m *model.Model, progress Progress) byte {
+	var total, done int64
+	m.EachTensor(func(t *model.Tensor) { total += int64(len(t.Data)) })
+	const page = 4096
+	var sum byte
+	m.EachTensor(func(t *model.Tensor) {
+		for i := 0; i < len(t.Data); i += page {
+			sum += t.Data[i]
+		}
+		done += int64(len(t.Data))
+		progress(done, total)
+	})
+	return sum
 }
 
 // ropeFactors returns the per-frequency divisors of the rotation angles:

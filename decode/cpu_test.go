@@ -3,6 +3,8 @@ package decode
 import (
 	"strings"
 	"testing"
+
+	"llmserve/model"
 )
 
 // TestBatchedEqualsAlone runs three sequences with different prompt lengths
@@ -64,5 +66,21 @@ func TestForwardRejectsBadInput(t *testing.T) {
 	b.Add(2, 1, 0, true)
 	if err := e.Forward(&b, out); err == nil {
 		t.Error("a logits buffer for one row accepted two rows")
+	}
+}
+
+func TestLoadProgress(t *testing.T) {
+	var calls int
+	var last, total int64
+	e := openEngine(t, "golden/tiny-llama-Q4_K_M.gguf", CPUOptions{Context: 8, Progress: func(done, all int64) {
+		if done < last || done > all {
+			t.Errorf("progress %d of %d after %d", done, all, last)
+		}
+		calls, last, total = calls+1, done, all
+	}})
+	var want int64
+	e.m.EachTensor(func(t *model.Tensor) { want += int64(len(t.Data)) })
+	if calls == 0 || last != total || total != want {
+		t.Errorf("%d progress calls ending at %d of %d; want the end at %d bytes", calls, last, total, want)
 	}
 }

@@ -96,3 +96,6 @@ func (b *Batch) chunks(size, vocab int, out []float32, step func(chunk *Batch, o
 	}
 	return nil
 }
+
+// Progress receives how many of total bytes of weights an engine has loaded.
+type Progress func(done, total int64)

@@ -32,6 +32,9 @@ type GPUOptions struct {
 	// the step when the logits differ in a single bit. It implies Graphs.
 	// The environment variable LLMSERVE_GRAPH_CHECK=1 turns it on too.
 	GraphCheck bool
+	// Progress, when set, is told how many bytes of weights have been
+	// uploaded.
+	Progress Progress
 }
 
 // gpuBuckets are the step sizes a batch chunk is padded to; each has its
@@ -111,15 +114,27 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 
 func (e *GPUEngine) init() error {
 	m, ctx := e.m, e.dev.Context()
-	w, wbuf, err := uploadWeights(ctx, m)
+	kvDim := m.KVHeads * m.HeadDim
+	cache := kernels.DevKVCache{MaxSeqs: e.opts.MaxSeqs, Ctx: e.opts.Context, KVHeads: m.KVHeads, HeadDim: m.HeadDim}
+	kvBytes := 2 * int64(len(m.Layers)) * cache.Bytes()
+	bufBytes := 4 * (int64(gpuMaxBatch)*int64(3*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+3) +
+		int64(kernels.AttentionScratch(cache, 1, m.Heads)))
+	w, wbuf, err := uploadWeights(ctx, m, kvBytes+bufBytes, e.opts.Progress)
 	if err != nil {
 		return err
 	}
 	e.w = w
 	e.bufs = append(e.bufs, wbuf)
-	kvDim := m.KVHeads * m.HeadDim
+	if e.opts.Info != nil {
+		free, total, err := ctx.MemInfo()
+		if err != nil {
+			return err
+		}
+		e.opts.Info(fmt.Sprintf("device memory: weights %s, KV cache %s, buffers %s; %s free of %s after the weights",
+			gib(wbuf.Size()), gib(kvBytes), gib(bufBytes), gib(free), gib(total)))
+	}
 	for l := 0; l < len(m.Layers); l++ {
-		c := kernels.DevKVCache{MaxSeqs: e.opts.MaxSeqs, Ctx: e.opts.Context, KVHeads: m.KVHeads, HeadDim: m.HeadDim}
+		c := cache
 		kb, err := e.alloc(fmt.Sprintf("blk.%d.cache_k", l), c.Bytes())
 		if err != nil {
 			return err
@@ -163,6 +178,9 @@ func (e *GPUEngine) init() error {
 	}
 	return e.dev.Sync()
 }
+
+// gib formats a byte count in GiB.
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 
 func (e *GPUEngine) alloc(name string, size int64) (*cuda.Buffer, error) {
 	b, err := e.dev.Context().Alloc(name, size)

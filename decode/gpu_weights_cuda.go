@@ -48,8 +48,9 @@ func (a *weightArena) place(data []byte) cuda.DevPtr {
 	return cuda.DevPtr(off) // relative until the arena is allocated
 }
 
-// uploadWeights places every tensor of m in one device buffer.
-func uploadWeights(ctx *cuda.Context, m *model.Model) (gpuWeights, *cuda.Buffer, error) {
+// uploadWeights places every tensor of m in one device buffer, after
+// checking that the device has room for it and reserve more bytes.
+func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Progress) (gpuWeights, *cuda.Buffer, error) {
 	a := &weightArena{mats: map[*model.Tensor]kernels.DevMatrix{}}
 	var w gpuWeights
 	var err error
@@ -100,6 +101,14 @@ func uploadWeights(ctx *cuda.Context, m *model.Model) (gpuWeights, *cuda.Buffer,
 	if err != nil {
 		return gpuWeights{}, nil, err
 	}
+	free, total, err := ctx.MemInfo()
+	if err != nil {
+		return gpuWeights{}, nil, err
+	}
+	if need := a.off + reserve; need > free {
+		return gpuWeights{}, nil, fmt.Errorf("not enough device memory: the model needs %d bytes (%s: weights %s, KV cache and buffers %s), %d bytes (%s) of %s are free; lower the context (-c) or slots (-np)",
+			need, gib(need), gib(a.off), gib(reserve), free, gib(free), gib(total))
+	}
 	buf, err := ctx.Alloc("weights", a.off)
 	if err != nil {
 		return gpuWeights{}, nil, err
@@ -109,6 +118,12 @@ func uploadWeights(ctx *cuda.Context, m *model.Model) (gpuWeights, *cuda.Buffer,
 			buf.Free()
 			return gpuWeights{}, nil, err
 		}
+		if progress != nil {
+			progress(min(a.at[i]+int64(len(p)), a.off), a.off)
+		}
+	}
+	if progress != nil {
+		progress(a.off, a.off)
 	}
 	// Placed pointers are offsets into the arena until now.
 	base := buf.Ptr()

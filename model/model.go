@@ -109,3 +109,22 @@ func Load(f *gguf.File) (*Model, error) {
 	}
 	return m, nil
 }
+
+// EachTensor calls fn once for every distinct weight tensor of the model
+// (a tied output counts once).
+func (m *Model) EachTensor(fn func(*Tensor)) {
+	seen := map[*Tensor]bool{}
+	visit := func(ts ...*Tensor) {
+		for _, t := range ts {
+			if t != nil && !seen[t] {
+				seen[t] = true
+				fn(t)
+			}
+		}
+	}
+	visit(m.TokEmbd, m.OutputNorm, m.Output, m.RopeFreqs)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		visit(l.AttnNorm, l.Q, l.K, l.V, l.O, l.QBias, l.KBias, l.VBias, l.QNorm, l.KNorm, l.FFNNorm, l.Gate, l.Up, l.Down)
+	}
+}

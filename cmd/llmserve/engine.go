@@ -22,6 +22,7 @@ type engineConfig struct {
 	GraphDump  string       // folder for DOT files of captured graphs, or ""
 	GraphCheck bool         // run steps eagerly and from graphs and compare
 	Info       func(string) // progress and diagnostics of the GPU engine; nil: none
+	Progress   decode.Progress
 }
 
 // openEngine opens the GPU engine when the configuration asks for it and the
@@ -44,7 +45,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 			warn(fmt.Sprintf("GPU engine unavailable, running on the CPU: %v", err))
 		}
 	}
-	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads})
+	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads, Progress: c.Progress})
 	if err != nil {
 		return nil, "", err
 	}

@@ -11,6 +11,6 @@ import (
 func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, error) {
 	return decode.NewGPUEngine(m, decode.GPUOptions{
 		Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs,
-		GraphDump: c.GraphDump, GraphCheck: c.GraphCheck, Warn: warn, Info: c.Info,
+		GraphDump: c.GraphDump, GraphCheck: c.GraphCheck, Warn: warn, Info: c.Info, Progress: c.Progress,
 	})
 }

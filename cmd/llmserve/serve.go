@@ -274,7 +274,8 @@ func buildModel(f *gguf.File, o serveOptions, log zerolog.Logger) (*loadedModel,
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
 		GraphDump: o.graphDump, GraphCheck: o.graphCheck,
-		Info: func(s string) { log.Info().Msg(s) },
+		Info:     func(s string) { log.Info().Msg(s) },
+		Progress: loadProgress(),
 	}, func(s string) { log.Warn().Msg(s) })
 	if err != nil {
 		return nil, err

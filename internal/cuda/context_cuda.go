@@ -109,3 +109,14 @@ func (c *Context) Close() error {
 	}
 	return err
 }
+
+// MemInfo returns the device memory free and in all, in bytes.
+func (c *Context) MemInfo() (free, total int64, err error) {
+	release, err := c.bind()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer release()
+	free, total, err = cu.MemInfo()
+	return free, total, wrap("cuMemGetInfo", err)
+}

@@ -142,7 +142,10 @@ func serveCmd(args []string) error {
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// A request body must arrive within a minute; responses have no
+		// write deadline, since a stream lasts as long as its generation.
+		ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -142,9 +142,8 @@ func serveCmd(args []string) error {
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		// A request body must arrive within a minute; responses have no
-		// write deadline, since a stream lasts as long as its generation.
-		ReadTimeout: time.Minute,
+		// No ReadTimeout or WriteTimeout: once passed, net/http cancels the
+		// request's context, which would cut streams that outlive them.
 		IdleTimeout: 2 * time.Minute,
 	}
 	serveErr := make(chan error, 1)

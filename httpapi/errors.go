@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"llmserve/decode"
@@ -59,6 +60,9 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &tooBig):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", tooBig.Limit)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+			Message: "the request body did not arrive in time"}
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Message: "malformed JSON in the request body: " + err.Error()}

@@ -34,6 +34,7 @@ type envOptions struct {
 	stepDelay         time.Duration // least time of one engine step
 	notLoaded         bool
 	maxBody           int64
+	bodyTimeout       time.Duration
 	log               io.Writer // request log; nil: discarded
 }
 
@@ -64,7 +65,7 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 	if o.log != nil {
 		logger = zerolog.New(o.log)
 	}
-	api := New(Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, Logger: logger})
+	api := New(Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, BodyTimeout: o.bodyTimeout, Logger: logger})
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"crypto/subtle"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -46,6 +47,7 @@ type Config struct {
 	CORSOrigins  []string       // origins allowed to call from a browser ("*" for any); none: no CORS headers
 	MaxBodyBytes int64          // largest request body; 0: 4 MiB
 	Timeout      time.Duration  // longest a generation request may run; 0: no limit
+	BodyTimeout  time.Duration  // longest a client may take to send a request body; 0: 30 s
 	Logger       zerolog.Logger // one line per request
 }
 
@@ -61,6 +63,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
 	}
 	s := &Server{cfg: cfg, metrics: newHTTPMetrics()}
 	r := chi.NewRouter()
@@ -118,12 +123,39 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody caps the request body.
+// limitBody caps the request body's size and the time its bytes may take
+// to arrive. The read deadline is lifted as soon as the body has been read,
+// so it never touches a response stream (net/http cancels a request's
+// context when a read deadline passes).
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// deadlineBody lifts the connection's read deadline once the body has
+// been read to its end. After any other error the deadline stays, so the
+// server's own attempt to drain an unread body cannot hang either.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool // the deadline has been lifted
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // cors adds CORS headers for allowed origins and answers preflights.

@@ -58,17 +58,9 @@ type chatTokenLogprob struct {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	m, err := s.loaded()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var body chatRequest
-	if err := decodeBody(r, &body); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkModel(body.Model, m.Name); err != nil {
+	m, err := s.parseGen(r, &body)
+	if err != nil {
 		writeError(w, err)
 		return
 	}

@@ -38,17 +38,9 @@ type completionLogprobs struct {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	m, err := s.loaded()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var body completionRequest
-	if err := decodeBody(r, &body); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkModel(body.Model, m.Name); err != nil {
+	m, err := s.parseGen(r, &body)
+	if err != nil {
 		writeError(w, err)
 		return
 	}

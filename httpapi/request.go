@@ -51,6 +51,27 @@ func (g *genParams) includeUsage() bool {
 	return g.StreamOptions != nil && g.StreamOptions.IncludeUsage
 }
 
+// modelNamer is a generation request body: it names the model it wants.
+type modelNamer interface{ modelName() string }
+
+func (g *genParams) modelName() string { return g.Model }
+
+// parseGen is the start of every generation handler: the loaded model, the
+// decoded body, and a check that the body asks for that model.
+func (s *Server) parseGen(r *http.Request, body modelNamer) (*Model, error) {
+	m, err := s.loaded()
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeBody(r, body); err != nil {
+		return nil, err
+	}
+	if err := checkModel(body.modelName(), m.Name); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // decodeBody reads the JSON body into v, refusing trailing data.
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)

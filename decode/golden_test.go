@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +127,7 @@ func TestGoldenGreedy(t *testing.T) {
 			}
 			e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
 			got := greedy(t, e, goldenTokens, len(want[name]))
-			if !slices32Equal(got, want[name]) {
+			if !slices.Equal(got, want[name]) {
 				t.Errorf("greedy\n got %v\nwant %v", got, want[name])
 			}
 		})
@@ -178,18 +179,6 @@ func parseIDs(t testing.TB, s string) []int32 {
 		ids = append(ids, int32(v))
 	}
 	return ids
-}
-
-func slices32Equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestStoriesGreedy generates 255 tokens from BOS on the real stories260K

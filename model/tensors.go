@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"llmserve/gguf"
 )
@@ -16,7 +17,7 @@ func (m *Model) loadTensors(f *gguf.File) error {
 		if !ok {
 			return nil, fmt.Errorf("tensor %q not found", name)
 		}
-		if !sameDims(ti.Dims, dims) {
+		if !slices.Equal(ti.Dims, dims) {
 			return nil, fmt.Errorf("tensor %q has shape %v, want %v", name, ti.Dims, dims)
 		}
 		return &Tensor{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: f.TensorData(ti)}, nil
@@ -95,16 +96,4 @@ func (m *Model) loadLayer(i int, get func(string, ...int64) (*Tensor, error), q,
 		*s.dst = t
 	}
 	return nil
-}
-
-func sameDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -13,7 +13,6 @@ import (
 
 	"llmserve/decode"
 	"llmserve/gguf"
-	"llmserve/model"
 )
 
 func init() { commands["bench"] = benchCmd }
@@ -55,15 +54,11 @@ func benchCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-B: %w", err)
 	}
-	f, err := gguf.Open(path)
+	f, m, err := openModel(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		return err
-	}
 	ec.Context, ec.MaxSeqs = *nPrompt+*nGen, slices.Max(sizes)
 	e, desc, err := openEngine(m, ec, func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {

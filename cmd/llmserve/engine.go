@@ -5,8 +5,24 @@ import (
 	"fmt"
 
 	"llmserve/decode"
+	"llmserve/gguf"
 	"llmserve/model"
 )
+
+// openModel maps a GGUF file and describes the model in it. The caller
+// closes the file once done with the model.
+func openModel(path string) (*gguf.File, *model.Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, m, nil
+}
 
 // errNoGPU says that this binary was built without GPU support.
 var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)")

@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"llmserve/decode"
-	"llmserve/gguf"
-	"llmserve/model"
 	"llmserve/model/tokenizer"
 )
 
@@ -69,15 +67,11 @@ func generateCmd(args []string) error {
 	if sp.Seed == 0 {
 		sp.Seed = randomSeed()
 	}
-	f, err := gguf.Open(path)
+	f, m, err := openModel(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	m, err := model.Load(f)
-	if err != nil {
-		return err
-	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return err

@@ -63,6 +63,8 @@ Serves a GGUF model over an OpenAI-style HTTP API:
 The HTTP port opens before the model has loaded. SIGINT/SIGTERM stop accepting requests,
 let running ones finish (up to --shutdown-timeout) and end open streams cleanly.
 
+Other commands (each with --help): llmserve generate, tokenize, inspect, synth, bench.
+
 Flags (one or two dashes):
 `)
 		fs.PrintDefaults()

@@ -88,7 +88,7 @@ Flags (one or two dashes):
 	num(&o.batch, "batch-size,b", 512, "most `tokens` in one forward step (decode tokens plus prompt chunks)")
 	num(&o.threads, "threads,t", 0, "CPU `threads` (0: all cores)")
 	num(&o.gpuLayers, "n-gpu-layers,ngl", -1, "layers on the GPU: -1 the GPU when the build and machine have one, 0 the CPU, N > 0 the GPU (all layers)")
-	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU; the default)")
+	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU)")
 	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")

@@ -196,6 +196,9 @@ func checkRawSSE(t *testing.T, s *server) {
 func checkCurl(t *testing.T, s *server) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("LLMSERVE_E2E_REQUIRED") == "1" {
+			t.Fatal("curl not found")
+		}
 		t.Log("curl not found: skipping the curl check")
 		return
 	}

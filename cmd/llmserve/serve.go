@@ -168,7 +168,7 @@ func serveCmd(args []string) error {
 	api.SetModel(&httpapi.Model{
 		Name: o.alias, Scheduler: loaded.sched, Tokenizer: loaded.tok, Chat: loaded.chat, Created: time.Now(),
 	})
-	log.Info().Dur("load_time", time.Since(start)).Int("ctx_size", loaded.engine.ContextSize()).
+	log.Info().Dur("load_ms", time.Since(start)).Int("ctx_size", loaded.engine.ContextSize()).
 		Int("slots", loaded.engine.MaxSeqs()).Msg("model loaded; serving")
 
 	select {

@@ -117,8 +117,10 @@ func (e *GPUEngine) init() error {
 	kvDim := m.KVHeads * m.HeadDim
 	cache := kernels.DevKVCache{MaxSeqs: e.opts.MaxSeqs, Ctx: e.opts.Context, KVHeads: m.KVHeads, HeadDim: m.HeadDim}
 	kvBytes := 2 * int64(len(m.Layers)) * cache.Bytes()
-	bufBytes := 4 * (int64(gpuMaxBatch)*int64(3*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+3) +
-		int64(kernels.AttentionScratch(cache, 1, m.Heads)))
+	// The scratch buffers below: gpuMaxBatch rows of activations, logits,
+	// attention partials and step inputs.
+	bufBytes := 4 * int64(gpuMaxBatch) * int64(3*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
+		kernels.AttentionScratch(cache, 1, m.Heads)+3)
 	w, wbuf, err := uploadWeights(ctx, m, kvBytes+bufBytes, e.opts.Progress)
 	if err != nil {
 		return err

@@ -15,8 +15,6 @@ import (
 	"llmserve/gguf"
 )
 
-func init() { commands["bench"] = benchCmd }
-
 // benchResult is what one bench configuration measured.
 type benchResult struct {
 	batch           int // sequences decoded together

@@ -16,8 +16,6 @@ import (
 	"llmserve/model/tokenizer"
 )
 
-func init() { commands["generate"] = generateCmd }
-
 // stopList collects repeated --stop flags.
 type stopList []string
 

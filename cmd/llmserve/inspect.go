@@ -15,8 +15,6 @@ import (
 	"llmserve/model"
 )
 
-func init() { commands["inspect"] = inspectCmd }
-
 func inspectCmd(args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.Usage = func() {

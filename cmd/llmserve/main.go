@@ -9,7 +9,16 @@ import (
 
 // commands maps a subcommand name to its entry point. Each returns an error
 // instead of exiting so that main alone decides the exit status.
-var commands = map[string]func(args []string) error{}
+func commands() map[string]func(args []string) error {
+	return map[string]func(args []string) error{
+		"serve":    serveCmd,
+		"generate": generateCmd,
+		"tokenize": tokenizeCmd,
+		"inspect":  inspectCmd,
+		"synth":    runSynth,
+		"bench":    benchCmd,
+	}
+}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -20,12 +29,10 @@ func main() {
 
 func run(args []string) error {
 	if len(args) > 0 {
-		if cmd, ok := commands[args[0]]; ok {
+		if cmd, ok := commands()[args[0]]; ok {
 			return cmd(args[1:])
 		}
 	}
-	if serve, ok := commands["serve"]; ok {
-		return serve(args)
-	}
-	return fmt.Errorf("usage: llmserve <inspect|synth|tokenize|generate|serve> [flags]")
+	// Like llama.cpp's server, plain `llmserve --model x.gguf` serves.
+	return serveCmd(args)
 }

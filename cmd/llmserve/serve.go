@@ -25,8 +25,6 @@ import (
 	"llmserve/model/tokenizer"
 )
 
-func init() { commands["serve"] = serveCmd }
-
 // serveOptions are the flags of `llmserve serve`.
 type serveOptions struct {
 	model        string

@@ -11,8 +11,6 @@ import (
 	"llmserve/model/synth"
 )
 
-func init() { commands["synth"] = runSynth }
-
 const synthUsage = `usage: llmserve synth --arch llama|qwen2|qwen3 --shape tiny|1b|8b --type TYPE [--vocab vocab.gguf] [--seed N] -o out.gguf
 
 Writes a model with the architecture, shapes, tensor names and metadata of a

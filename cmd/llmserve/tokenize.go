@@ -12,8 +12,6 @@ import (
 	"llmserve/model/tokenizer"
 )
 
-func init() { commands["tokenize"] = tokenizeCmd }
-
 func tokenizeCmd(args []string) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.Usage = func() {

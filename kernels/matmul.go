@@ -46,8 +46,13 @@ func (j *matMulJob) quantize(lo, hi int) {
 // run computes weight rows [lo, hi) for every activation row, a tile of
 // rowTile weight rows at a time so the tile stays in cache across them.
 // Where the type has a four-row kernel, activation rows go four at a time
-// through each weight row.
+// through each weight row. A single activation row (decode) goes through
+// runStreams instead.
 func (j *matMulJob) run(lo, hi int) {
+	if len(j.acts) == 1 {
+		j.runStreams(lo, hi)
+		return
+	}
 	dot, dot4, data, rb, rows := j.k.dot, j.k.dot4, j.data, j.rb, j.rows
 	for t := lo; t < hi; t += rowTile {
 		te := min(t+rowTile, hi)
@@ -69,6 +74,26 @@ func (j *matMulJob) run(lo, hi int) {
 				yi[r] = dot(data[r*rb:(r+1)*rb], a)
 			}
 		}
+	}
+}
+
+// runStreams computes weight rows [lo, hi) for the one activation row,
+// taking rows alternately from the two halves of the range. Decode streams
+// the weights from memory, and two streams per thread keep more of them in
+// flight than one: each half's prefetches lead by twice the time. On the
+// weights of a Llama-3.2-1B Q4_K_M file, two threads, a decode step's
+// matrix products took 3-5% less time than row by row (Q8_0: no
+// different); four streams were no better than two.
+func (j *matMulJob) runStreams(lo, hi int) {
+	dot, data, rb, a, y := j.k.dot, j.data, j.rb, &j.acts[0], j.y
+	h := (hi - lo) / 2
+	for r := lo; r < lo+h; r++ {
+		s := r + h
+		y[r] = dot(data[r*rb:(r+1)*rb], a)
+		y[s] = dot(data[s*rb:(s+1)*rb], a)
+	}
+	if r := lo + 2*h; r < hi {
+		y[r] = dot(data[r*rb:(r+1)*rb], a)
 	}
 }
 

@@ -1,17 +1,21 @@
 package kernels
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool runs parallel loops on a fixed set of worker goroutines. The calling
 // goroutine takes part in every loop, so a pool of T threads starts T-1
 // goroutines. A Pool may be shared by several goroutines: their loops run one
 // after another. fn passed to For must not call For on the same pool.
+// After each loop the workers poll for the next one for spinTime before
+// they park, using their threads meanwhile.
 type Pool struct {
 	threads int
-	start   chan *loop // one send per helping worker per loop
+	start   chan *loop // one send per helping worker per loop; buffered, so polling workers see it
 	quit    chan struct{}
 	closed  sync.Once
 
@@ -39,7 +43,7 @@ func NewPool(threads int) *Pool {
 	}
 	p := &Pool{
 		threads: threads,
-		start:   make(chan *loop),
+		start:   make(chan *loop, threads),
 		quit:    make(chan struct{}),
 	}
 	p.mm.init()
@@ -57,14 +61,42 @@ func (p *Pool) Close() {
 	p.closed.Do(func() { close(p.quit) })
 }
 
+// spinTime is how long a worker keeps polling for the next loop after
+// finishing one before it parks. A decode step runs a hundred or more
+// loops of tens to hundreds of microseconds with little work between them,
+// and a parked worker wakes too late to take much of the next one. On a
+// Llama-3.2-1B Q4_K_M model, two threads, the spin took a decode step from
+// 23.8 to 25.9 tokens/s (Q8_0: 17.0 to 17.9).
+const spinTime = 200 * time.Microsecond
+
 func (p *Pool) worker() {
 	for {
 		select {
 		case l := <-p.start:
 			l.run()
 			l.wg.Done()
+			p.spin()
 		case <-p.quit:
 			return
+		}
+	}
+}
+
+// spin runs the loops that start within spinTime of each other, and
+// returns once none has for spinTime, or when the pool closes. It yields
+// the thread to other goroutines between polls.
+func (p *Pool) spin() {
+	until := time.Now().Add(spinTime)
+	for time.Now().Before(until) {
+		select {
+		case l := <-p.start:
+			l.run()
+			l.wg.Done()
+			until = time.Now().Add(spinTime)
+		case <-p.quit:
+			return
+		default:
+			runtime.Gosched()
 		}
 	}
 }

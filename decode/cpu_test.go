@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"llmserve/internal/nmse"
 	"llmserve/model"
 )
 
@@ -33,7 +34,7 @@ func TestBatchedEqualsAlone(t *testing.T) {
 	row := 0
 	for s, p := range prompts {
 		for i := range p {
-			if err := nmse(out[row*V:(row+1)*V], alone[s][i*V:(i+1)*V]); err > 1e-10 {
+			if err := nmse.Of(out[row*V:(row+1)*V], alone[s][i*V:(i+1)*V]); err > 1e-10 {
 				t.Errorf("sequence %d token %d: NMSE %.3g between batched and alone", s, i, err)
 			}
 			row++

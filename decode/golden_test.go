@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"llmserve/gguf"
+	"llmserve/internal/nmse"
 	"llmserve/internal/shared"
 	"llmserve/model"
 )
@@ -51,16 +52,6 @@ func readF32s(t *testing.T, path string) []float32 {
 	return out
 }
 
-func nmse(got, ref []float32) float64 {
-	var num, den float64
-	for i := range ref {
-		d := float64(got[i]) - float64(ref[i])
-		num += d * d
-		den += float64(ref[i]) * float64(ref[i])
-	}
-	return num / den
-}
-
 // goldenTolerance is the NMSE bound of the shared golden README by weight type.
 func goldenTolerance(name string) float64 {
 	switch {
@@ -99,7 +90,7 @@ func TestGoldenLogits(t *testing.T) {
 			if len(ref) != len(got) {
 				t.Fatalf("%d reference logits, %d computed", len(ref), len(got))
 			}
-			err, tol := nmse(got, ref), goldenTolerance(name)
+			err, tol := nmse.Of(got, ref), goldenTolerance(name)
 			t.Logf("NMSE %.3g (tolerance %.0e)", err, tol)
 			if err > tol {
 				t.Errorf("NMSE %.3g exceeds %.0e", err, tol)

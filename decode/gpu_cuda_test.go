@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"llmserve/gguf"
+	"llmserve/internal/nmse"
 	"llmserve/internal/shared"
 	"llmserve/model"
 	"llmserve/model/synth"
@@ -80,8 +81,8 @@ func TestGPUGoldenLogits(t *testing.T) {
 			for _, graphs := range []bool{false, true} {
 				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: graphs})
 				got := forwardAll(t, e, goldenTokens, 0)
-				ec, tc := nmse(got, want), gpuCPUTolerance(name)
-				eg, tg := nmse(got, ref), goldenTolerance(name)
+				ec, tc := nmse.Of(got, want), gpuCPUTolerance(name)
+				eg, tg := nmse.Of(got, ref), goldenTolerance(name)
 				t.Logf("graphs=%v: NMSE vs CPU engine %.3g (tolerance %.0e), vs llama.cpp %.3g (tolerance %.0e)", graphs, ec, tc, eg, tg)
 				if !(ec <= tc) {
 					t.Errorf("graphs=%v: NMSE vs CPU engine %.3g exceeds %.0e", graphs, ec, tc)
@@ -125,7 +126,7 @@ func TestGPUSynthArchs(t *testing.T) {
 				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: true})
 				got := forwardAll(t, e, tokens, 0)
 				tol := gpuCPUTolerance(ft)
-				err2 := nmse(got, want)
+				err2 := nmse.Of(got, want)
 				t.Logf("NMSE vs CPU engine %.3g (tolerance %.0e)", err2, tol)
 				if !(err2 <= tol) {
 					t.Errorf("NMSE vs CPU engine %.3g exceeds %.0e", err2, tol)
@@ -161,10 +162,10 @@ func TestGPUStepwise(t *testing.T) {
 				copy(got0[i*V:], out[:V])
 				copy(got1[i*V:], out[V:])
 			}
-			if err := nmse(got0, want); !(err <= 1e-10) {
+			if err := nmse.Of(got0, want); !(err <= 1e-10) {
 				t.Errorf("sequence 0 step by step: NMSE %.3g vs one batch", err)
 			}
-			if err := nmse(got1, want); !(err <= 1e-10) {
+			if err := nmse.Of(got1, want); !(err <= 1e-10) {
 				t.Errorf("sequence 1 step by step: NMSE %.3g vs one batch", err)
 			}
 			// Three tokens: bucket 4, one padding token that must not
@@ -177,10 +178,10 @@ func TestGPUStepwise(t *testing.T) {
 			if err := e.Forward(&b, out3); err != nil {
 				t.Fatal(err)
 			}
-			if err := nmse(out3[:V], want[:V]); !(err <= 1e-10) {
+			if err := nmse.Of(out3[:V], want[:V]); !(err <= 1e-10) {
 				t.Errorf("first row of a 3-token step: NMSE %.3g", err)
 			}
-			if err := nmse(out3[V:], want[len(want)-V:]); !(err <= 1e-10) {
+			if err := nmse.Of(out3[V:], want[len(want)-V:]); !(err <= 1e-10) {
 				t.Errorf("last row of a 3-token step: NMSE %.3g", err)
 			}
 		})

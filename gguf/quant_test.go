@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"llmserve/internal/nmse"
 )
 
 // gaussian returns n seeded samples of N(0, sigma²).
@@ -16,17 +18,6 @@ func gaussian(n int, sigma float64, seed uint64) []float32 {
 		x[i] = float32(r.NormFloat64() * sigma)
 	}
 	return x
-}
-
-// nmse is Σ(got-want)² / Σwant².
-func nmse(got, want []float32) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - float64(want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	return num / den
 }
 
 // roundTrip quantizes x as t and dequantizes it again.
@@ -80,7 +71,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		x := gaussian(1<<15, sigma, 1)
 		for _, tc := range roundTripCases {
 			q, y := roundTrip(t, tc.typ, x)
-			if e := nmse(y, x); e > tc.maxNMSE {
+			if e := nmse.Of(y, x); e > tc.maxNMSE {
 				t.Errorf("%s, sigma %g: NMSE %.3e, want ≤ %.1e", tc.typ, sigma, e, tc.maxNMSE)
 			}
 			q2, y2 := roundTrip(t, tc.typ, y)
@@ -90,7 +81,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 					t.Errorf("%s, sigma %g: requantizing the dequantized values changed the blocks", tc.typ, sigma)
 				}
 			case "values":
-				if e := nmse(y2, y); e != 0 {
+				if e := nmse.Of(y2, y); e != 0 {
 					t.Errorf("%s, sigma %g: requantizing the dequantized values changed them (NMSE %.3e)", tc.typ, sigma, e)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"llmserve/gguf"
+	"llmserve/internal/nmse"
 	"llmserve/internal/shared"
 )
 
@@ -91,21 +92,10 @@ func TestQuantizedWeights(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s: unexpected type %s", ti.Name, ti.Type)
 				}
-				if e := nmse(got, want); e > b {
+				if e := nmse.Of(got, want); e > b {
 					t.Errorf("%s (%s): NMSE %.3g against F32, want at most %.3g", ti.Name, ti.Type, e, b)
 				}
 			}
 		})
 	}
-}
-
-// nmse is Σ(x−ref)² / Σref².
-func nmse(x, ref []float32) float64 {
-	var num, den float64
-	for i := range x {
-		d := float64(x[i]) - float64(ref[i])
-		num += d * d
-		den += float64(ref[i]) * float64(ref[i])
-	}
-	return num / den
 }

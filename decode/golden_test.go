@@ -19,8 +19,8 @@ import (
 // goldenTokens are the 16 tokens the golden logits were computed on.
 var goldenTokens = []int32{1, 270, 271, 272, 45, 260, 280, 287, 259, 272, 273, 274, 275, 276, 277, 278}
 
-// openEngine loads a model from the shared data into a CPU engine.
-func openEngine(t testing.TB, rel string, opts CPUOptions) *CPUEngine {
+// loadModel reads a model from the shared data.
+func loadModel(t testing.TB, rel string) *model.Model {
 	t.Helper()
 	f, err := gguf.Open(shared.Path(t, rel))
 	if err != nil {
@@ -31,7 +31,13 @@ func openEngine(t testing.TB, rel string, opts CPUOptions) *CPUEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewCPUEngine(m, opts)
+	return m
+}
+
+// openEngine loads a model from the shared data into a CPU engine.
+func openEngine(t testing.TB, rel string, opts CPUOptions) *CPUEngine {
+	t.Helper()
+	e, err := NewCPUEngine(loadModel(t, rel), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +136,7 @@ func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
 	t.Helper()
 	logits := forwardAll(t, e, prompt, 0)
 	V := e.VocabSize()
-	next := greedyPick(logits[(len(prompt)-1)*V:])
+	next := argmaxLogits(logits[(len(prompt)-1)*V:])
 	var out []int32
 	row := make([]float32, V)
 	var b Batch
@@ -144,19 +150,9 @@ func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
 		if err := e.Forward(&b, row); err != nil {
 			t.Fatal(err)
 		}
-		next = greedyPick(row)
+		next = argmaxLogits(row)
 	}
 	return out
-}
-
-func greedyPick(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 func parseIDs(t testing.TB, s string) []int32 {

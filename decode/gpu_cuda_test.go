@@ -19,21 +19,6 @@ import (
 	"llmserve/model/synth"
 )
 
-// loadModel reads a model from the shared data.
-func loadModel(t testing.TB, rel string) *model.Model {
-	t.Helper()
-	f, err := gguf.Open(shared.Path(t, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func openGPU(t testing.TB, m *model.Model, opts GPUOptions) *GPUEngine {
 	t.Helper()
 	e, err := NewGPUEngine(m, opts)

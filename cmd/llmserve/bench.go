@@ -105,9 +105,17 @@ func profileStep(w io.Writer, e decode.Engine, pos int) error {
 }
 
 // benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs
-// nGen steps that each decode one token for each of B sequences.
+// nGen steps that each decode one token for each of B sequences, picked by
+// the server's own greedy sampler.
 func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 	V := e.VocabSize()
+	samplers := make([]*decode.Sampler, B)
+	for s := range samplers {
+		var err error
+		if samplers[s], err = decode.NewSampler(decode.SamplerParams{}, V); err != nil {
+			return benchResult{}, err
+		}
+	}
 	var b decode.Batch
 	for i := 0; i < nPrompt; i++ {
 		b.Add(int32((i*7919+1)%V), int32(i), 0, i == nPrompt-1)
@@ -135,21 +143,15 @@ func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 			return benchResult{}, err
 		}
 		for s := range toks {
-			toks[s] = int32(maxIndex(logits[s*V : (s+1)*V]))
+			next, err := samplers[s].Sample(logits[s*V : (s+1)*V])
+			if err != nil {
+				return benchResult{}, err
+			}
+			toks[s] = next.Token
 		}
 	}
 	res.decode = time.Since(start)
 	return res, nil
-}
-
-func maxIndex(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // weightsPerToken is the bytes of weights a batch-1 decode step reads.

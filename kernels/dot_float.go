@@ -1,6 +1,10 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"llmserve/gguf"
+)
 
 // Portable dot products of one float weight row with a float32 row.
 
@@ -58,11 +62,11 @@ func dotF16Row(w []byte, x *actRow) float32 {
 	f := x.f
 	i := 0
 	for ; i+2 <= len(f); i += 2 {
-		s0 += f16(le16(w[2*i:])) * f[i]
-		s1 += f16(le16(w[2*i+2:])) * f[i+1]
+		s0 += gguf.FP16ToFP32(le16(w[2*i:])) * f[i]
+		s1 += gguf.FP16ToFP32(le16(w[2*i+2:])) * f[i+1]
 	}
 	for ; i < len(f); i++ {
-		s0 += f16(le16(w[2*i:])) * f[i]
+		s0 += gguf.FP16ToFP32(le16(w[2*i:])) * f[i]
 	}
 	return s0 + s1
 }
@@ -72,11 +76,11 @@ func dotBF16Row(w []byte, x *actRow) float32 {
 	f := x.f
 	i := 0
 	for ; i+2 <= len(f); i += 2 {
-		s0 += bf16(le16(w[2*i:])) * f[i]
-		s1 += bf16(le16(w[2*i+2:])) * f[i+1]
+		s0 += gguf.BF16ToFP32(le16(w[2*i:])) * f[i]
+		s1 += gguf.BF16ToFP32(le16(w[2*i+2:])) * f[i+1]
 	}
 	for ; i < len(f); i++ {
-		s0 += bf16(le16(w[2*i:])) * f[i]
+		s0 += gguf.BF16ToFP32(le16(w[2*i:])) * f[i]
 	}
 	return s0 + s1
 }

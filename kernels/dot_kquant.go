@@ -1,5 +1,7 @@
 package kernels
 
+import "llmserve/gguf"
+
 // Portable dot products of one weight row of a k-quant type (super-blocks of
 // 256 values) with a row quantized to super-blocks of 256 (actQ8K). Each
 // super-block's integer sums are exact; the sub-block minimums and offsets
@@ -8,11 +10,8 @@ package kernels
 // scaleMinK4 unpacks the eight 6-bit scales and eight 6-bit minimums that
 // Q4_K and Q5_K pack into 12 bytes.
 func scaleMinK4(s []byte) (sc, mn [8]uint8) {
-	for j := 0; j < 4; j++ {
-		sc[j] = s[j] & 63
-		mn[j] = s[j+4] & 63
-		sc[j+4] = s[j+8]&15 | (s[j]>>6)<<4
-		mn[j+4] = s[j+8]>>4 | (s[j+4]>>6)<<4
+	for j := range sc {
+		sc[j], mn[j] = gguf.ScaleMinK4(j, s)
 	}
 	return sc, mn
 }
@@ -42,7 +41,7 @@ func dotQ2_K(w []byte, x *actRow) float32 {
 			}
 			sum += int(sc[g]&15) * s
 		}
-		acc += x.d[b] * (f16(le16(blk[80:]))*float32(sum) - f16(le16(blk[82:]))*float32(mins))
+		acc += x.d[b] * (gguf.FP16ToFP32(le16(blk[80:]))*float32(sum) - gguf.FP16ToFP32(le16(blk[82:]))*float32(mins))
 	}
 	return acc
 }
@@ -70,7 +69,7 @@ func dotQ3_K(w []byte, x *actRow) float32 {
 			}
 			sum += (int(sc[g]) - 32) * s
 		}
-		acc += x.d[b] * f16(le16(blk[108:])) * float32(sum)
+		acc += x.d[b] * gguf.FP16ToFP32(le16(blk[108:])) * float32(sum)
 	}
 	return acc
 }
@@ -111,7 +110,7 @@ func dotQ4_K(w []byte, x *actRow) float32 {
 		for j := 0; j < 8; j++ {
 			mins += int(mn[j]) * (int(bs[2*j]) + int(bs[2*j+1]))
 		}
-		acc += x.d[b] * (f16(le16(blk))*float32(sum) - f16(le16(blk[2:]))*float32(mins))
+		acc += x.d[b] * (gguf.FP16ToFP32(le16(blk))*float32(sum) - gguf.FP16ToFP32(le16(blk[2:]))*float32(mins))
 	}
 	return acc
 }
@@ -139,7 +138,7 @@ func dotQ5_K(w []byte, x *actRow) float32 {
 		for j := 0; j < 8; j++ {
 			mins += int(mn[j]) * (int(bs[2*j]) + int(bs[2*j+1]))
 		}
-		acc += x.d[b] * (f16(le16(blk))*float32(sum) - f16(le16(blk[2:]))*float32(mins))
+		acc += x.d[b] * (gguf.FP16ToFP32(le16(blk))*float32(sum) - gguf.FP16ToFP32(le16(blk[2:]))*float32(mins))
 	}
 	return acc
 }
@@ -176,7 +175,7 @@ func dotQ6_K(w []byte, x *actRow) float32 {
 		for g := 0; g < 16; g++ {
 			offs += int(int8(sc[g])) * int(bs[g])
 		}
-		acc += x.d[b] * f16(le16(blk[208:])) * float32(sum-32*offs)
+		acc += x.d[b] * gguf.FP16ToFP32(le16(blk[208:])) * float32(sum-32*offs)
 	}
 	return acc
 }

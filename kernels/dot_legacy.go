@@ -1,5 +1,7 @@
 package kernels
 
+import "llmserve/gguf"
+
 // Portable dot products of one weight row of a legacy block type (blocks of
 // 32 values) with a row quantized to blocks of 32. In every block the
 // integer sum is exact; only the per-block scaling is in float32.
@@ -15,7 +17,7 @@ func dotQ4_0(w []byte, x *actRow) float32 {
 		for j := 0; j < 16; j++ {
 			sum += (int(blk[2+j]&15)-8)*int(q[j]) + (int(blk[2+j]>>4)-8)*int(q[j+16])
 		}
-		acc += f16(le16(blk)) * x.d[b] * float32(sum)
+		acc += gguf.FP16ToFP32(le16(blk)) * x.d[b] * float32(sum)
 	}
 	return acc
 }
@@ -30,7 +32,7 @@ func dotQ4_1(w []byte, x *actRow) float32 {
 		for j := 0; j < 16; j++ {
 			sum += int(blk[4+j]&15)*int(q[j]) + int(blk[4+j]>>4)*int(q[j+16])
 		}
-		acc += f16(le16(blk))*x.d[b]*float32(sum) + f16(le16(blk[2:]))*x.s[b]
+		acc += gguf.FP16ToFP32(le16(blk))*x.d[b]*float32(sum) + gguf.FP16ToFP32(le16(blk[2:]))*x.s[b]
 	}
 	return acc
 }
@@ -49,7 +51,7 @@ func dotQ5_0(w []byte, x *actRow) float32 {
 			hi := int(blk[6+j]>>4) | int(qh>>(j+16)&1)<<4
 			sum += (lo-16)*int(q[j]) + (hi-16)*int(q[j+16])
 		}
-		acc += f16(le16(blk)) * x.d[b] * float32(sum)
+		acc += gguf.FP16ToFP32(le16(blk)) * x.d[b] * float32(sum)
 	}
 	return acc
 }
@@ -68,7 +70,7 @@ func dotQ5_1(w []byte, x *actRow) float32 {
 			hi := int(blk[8+j]>>4) | int(qh>>(j+16)&1)<<4
 			sum += lo*int(q[j]) + hi*int(q[j+16])
 		}
-		acc += f16(le16(blk))*x.d[b]*float32(sum) + f16(le16(blk[2:]))*x.s[b]
+		acc += gguf.FP16ToFP32(le16(blk))*x.d[b]*float32(sum) + gguf.FP16ToFP32(le16(blk[2:]))*x.s[b]
 	}
 	return acc
 }
@@ -83,7 +85,7 @@ func dotQ8_0(w []byte, x *actRow) float32 {
 		for j, v := range blk[2:34] {
 			sum += int(int8(v)) * int(q[j])
 		}
-		acc += f16(le16(blk)) * x.d[b] * float32(sum)
+		acc += gguf.FP16ToFP32(le16(blk)) * x.d[b] * float32(sum)
 	}
 	return acc
 }

@@ -1,8 +1,6 @@
 package decode
 
 import (
-	"encoding/binary"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,8 +50,8 @@ func readF32s(t *testing.T, path string) []float32 {
 		t.Fatal(err)
 	}
 	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	if err := gguf.Dequantize(gguf.TypeF32, b, out); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -17,8 +17,8 @@ type CPUOptions struct {
 	MaxBatch int // tokens per internal step; larger batches run in chunks; 0 = 512
 	Threads  int // worker threads; 0 = GOMAXPROCS
 	// Progress, when set, is told how far reading the weights into memory
-	// has come (they are read once at load, like llama.cpp's prefetch, so
-	// the first request does not wait for the disk).
+	// has come. They are read once at load, like llama.cpp's prefetch, so
+	// the first request does not wait for the disk.
 	Progress Progress
 }
 
@@ -83,9 +83,7 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	e := &CPUEngine{m: m, opts: opts, kvDim: m.KVHeads * m.HeadDim}
-	if opts.Progress != nil {
-		e.pageSum = prefault(m, opts.Progress)
-	}
+	e.pageSum = prefault(m, opts.Progress)
 	var err error
 	if e.w, err = loadCPUWeights(m); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -150,8 +148,8 @@ func loadCPUWeights(m *model.Model) (cpuWeights, error) {
 }
 
 // prefault reads one byte of every page of every weight tensor, so that the
-// memory-mapped weights are resident, reporting progress as it goes. It
-// returns the sum of the bytes read.
+// memory-mapped weights are resident, reporting progress (when not nil) as
+// it goes. It returns the sum of the bytes read.
 func prefault(m *model.Model, progress Progress) byte {
 	var total, done int64
 	m.EachTensor(func(t *model.Tensor) { total += int64(len(t.Data)) })
@@ -162,7 +160,9 @@ func prefault(m *model.Model, progress Progress) byte {
 			sum += t.Data[i]
 		}
 		done += int64(len(t.Data))
-		progress(done, total)
+		if progress != nil {
+			progress(done, total)
+		}
 	})
 	return sum
 }

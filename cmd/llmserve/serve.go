@@ -234,11 +234,11 @@ type loadedModel struct {
 // loadModel opens the GGUF file and builds the engine, tokenizer, chat
 // template and scheduler.
 func loadModel(o serveOptions, log zerolog.Logger) (*loadedModel, error) {
-	f, err := gguf.Open(o.model)
+	f, m, err := openModel(o.model)
 	if err != nil {
 		return nil, err
 	}
-	lm, err := buildModel(f, o, log)
+	lm, err := buildModel(f, m, o, log)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -252,11 +252,7 @@ func (lm *loadedModel) close() {
 	lm.file.Close()
 }
 
-func buildModel(f *gguf.File, o serveOptions, log zerolog.Logger) (*loadedModel, error) {
-	m, err := model.Load(f)
-	if err != nil {
-		return nil, err
-	}
+func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger) (*loadedModel, error) {
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,30 @@ type Engine interface {
 	Close() error
 }
 
+// Pick says how an engine that implements Picker picks the token after a
+// row of logits: greedy at Temperature ≤ 0, else top-k, top-p, min-p and
+// temperature in that order, then the first candidate whose cumulative
+// probability passes U (best first after top-k or top-p, in token order
+// otherwise), as Sampler does.
+type Pick struct {
+	Temperature float32
+	TopK        int
+	TopP, MinP  float32
+	U           float32 // the uniform draw in [0, 1)
+}
+
+// Picker is an Engine that picks tokens where the logits are, so that only
+// token ids cross to the host.
+type Picker interface {
+	Engine
+	// ForwardPick runs one step like Forward. For the r-th token with
+	// Logits set it picks a token with picks[r] into toks[r]; where
+	// picks[r] is nil, or the engine cannot apply it, toks[r] is -1 and the
+	// row's logits are copied to logits[r*VocabSize:], so that the caller
+	// picks on the host.
+	ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []float32) error
+}
+
 // check validates b against an engine's vocabulary, context and slots, and
 // the logits buffer out against the rows b asks for.
 func (b *Batch) check(vocab, context, maxSeqs int, out []float32) error {
@@ -79,6 +103,17 @@ func (b *Batch) check(vocab, context, maxSeqs int, out []float32) error {
 		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*vocab)
 	}
 	return nil
+}
+
+// wanted is the number of tokens whose logits are wanted.
+func (b *Batch) wanted() int {
+	n := 0
+	for _, l := range b.Logits {
+		if l {
+			n++
+		}
+	}
+	return n
 }
 
 // chunks runs step over consecutive chunks of b of at most size tokens, in

@@ -57,8 +57,9 @@ type GPUEngine struct {
 	bufs   []*cuda.Buffer       // every allocation, freed by Close
 	kv     []kernels.DevKVCache // [layer]
 	s      gpuScratch           // device activations for gpuMaxBatch tokens
-	in     *cuda.Buffer         // [3][gpuMaxBatch] int32: tokens, positions, sequences
-	hostIn []int32              // [3*gpuMaxBatch] staging for in
+	in     *cuda.Buffer         // step inputs and picked tokens, laid out as hostIn then out
+	hostIn []uint32             // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
+	picked []int32              // [gpuMaxBatch] tokens the step picked, read back
 	logits []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
 	check  []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
 	graphs map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
@@ -72,15 +73,16 @@ type GPUEngine struct {
 // gpuScratch holds device activations, each with gpuMaxBatch rows; a step
 // of B tokens uses the first B.
 type gpuScratch struct {
-	x, xn    kernels.DevF32 // [B, Embd] residual stream, normalized input
+	x        kernels.DevF32 // [B, Embd] residual stream
 	q, att   kernels.DevF32 // [B, Heads*HeadDim]
 	k, v     kernels.DevF32 // [B, KVHeads*HeadDim]
-	proj     kernels.DevF32 // [B, Embd]
 	gate, up kernels.DevF32 // [B, FFN]
 	logits   kernels.DevF32 // [B, Vocab]
 	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats)
 	tok, pos kernels.DevI32 // [B] views of in
 	seq      kernels.DevI32 // [B]
+	picks    cuda.DevPtr    // [B][kernels.PickWords] view of in
+	picked   kernels.DevI32 // [B] view of in: the picked tokens
 }
 
 // NewGPUEngine uploads m to CUDA device opts.Device.
@@ -119,7 +121,7 @@ func (e *GPUEngine) init() error {
 	kvBytes := 2 * int64(len(m.Layers)) * cache.Bytes()
 	// The scratch buffers below: gpuMaxBatch rows of activations, logits,
 	// attention partials and step inputs.
-	bufBytes := 4 * int64(gpuMaxBatch) * int64(3*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
+	bufBytes := 4 * int64(gpuMaxBatch) * int64(m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
 		kernels.AttentionScratch(cache, 1, m.Heads)+3)
 	w, wbuf, err := uploadWeights(ctx, m, kvBytes+bufBytes, e.opts.Progress)
 	if err != nil {
@@ -160,21 +162,24 @@ func (e *GPUEngine) init() error {
 		return kernels.DevF32{Ptr: b.Ptr(), Rows: B, Cols: cols}
 	}
 	e.s = gpuScratch{
-		x: f32("x", m.Embd), xn: f32("xn", m.Embd), q: f32("q", qDim), att: f32("att", qDim),
-		k: f32("k", kvDim), v: f32("v", kvDim), proj: f32("proj", m.Embd),
+		x: f32("x", m.Embd), q: f32("q", qDim), att: f32("att", qDim),
+		k: f32("k", kvDim), v: f32("v", kvDim),
 		gate: f32("gate", m.FFN), up: f32("up", m.FFN), logits: f32("logits", m.Vocab),
 		attPart: f32("attention partials", kernels.AttentionScratch(e.kv[0], 1, m.Heads)),
 	}
 	if err != nil {
 		return err
 	}
-	if e.in, err = e.alloc("step inputs", int64(3*B*4)); err != nil {
+	inWords := (3 + kernels.PickWords) * B
+	if e.in, err = e.alloc("step inputs", int64(inWords+B)*4); err != nil {
 		return err
 	}
 	e.s.tok = kernels.DevI32{Ptr: e.in.Ptr(), Len: B}
 	e.s.pos = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(B)), Len: B}
 	e.s.seq = kernels.DevI32{Ptr: e.in.Ptr().Add(8 * int64(B)), Len: B}
-	e.hostIn = make([]int32, 3*B)
+	e.s.picks = e.in.Ptr().Add(12 * int64(B))
+	e.s.picked = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(inWords)), Len: B}
+	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, B)
 	if e.opts.GraphCheck {
 		e.logits, e.check = make([]float32, B*m.Vocab), make([]float32, B*m.Vocab)
 	}
@@ -223,12 +228,30 @@ func (e *GPUEngine) Close() error {
 // Forward runs one step over b; see Engine. Batches of more than 64
 // tokens run in chunks of 64, in order.
 func (e *GPUEngine) Forward(b *Batch, out []float32) error {
-	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, out); err != nil {
+	return e.ForwardPick(b, nil, nil, out)
+}
+
+// ForwardPick runs one step over b and picks tokens on the device; see
+// Picker. Only the picked token ids are copied back, and the logits of the
+// rows left to the host. With nil picks every wanted row's logits are
+// copied (Forward).
+func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []float32) error {
+	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, logits); err != nil {
 		return err
 	}
+	if picks != nil && (len(picks) != b.wanted() || len(toks) < len(picks)) {
+		return fmt.Errorf("decode: cuda: %d picks and room for %d tokens for %d rows of logits", len(picks), len(toks), b.wanted())
+	}
 	return e.dev.Context().Do(func() error {
-		if err := b.chunks(gpuMaxBatch, e.m.Vocab, out, e.chunk); err != nil {
-			return fmt.Errorf("decode: cuda: %w", err)
+		r := 0 // wanted rows before the chunk
+		for lo := 0; lo < b.Len(); lo += gpuMaxBatch {
+			hi := min(lo+gpuMaxBatch, b.Len())
+			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
+			n, err := e.chunk(&chunk, picks, toks, logits, r)
+			if err != nil {
+				return fmt.Errorf("decode: cuda: %w", err)
+			}
+			r += n
 		}
 		return nil
 	})
@@ -244,11 +267,13 @@ func bucket(n int) int {
 	return gpuMaxBatch
 }
 
-// chunk runs at most gpuMaxBatch tokens and copies the wanted logits to
-// out, returning the number of rows written.
-func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
+// chunk runs at most gpuMaxBatch tokens whose wanted rows are numbered
+// from r0: it reads back the picked tokens into toks and copies the
+// logits of the rows not picked to logits. It returns the number of
+// wanted rows.
+func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float32, r0 int) (int, error) {
 	n := b.Len()
-	B, err := e.writeInputs(b)
+	B, err := e.writeInputs(b, picks, r0)
 	if err != nil {
 		return 0, err
 	}
@@ -266,44 +291,85 @@ func (e *GPUEngine) chunk(b *Batch, out []float32) (int, error) {
 			return 0, err
 		}
 	}
-	V := e.m.Vocab
-	// Copy each run of consecutive wanted rows straight into out.
-	r := 0
-	for i := 0; i < n; {
+	ctx, V := e.dev.Context(), e.m.Vocab
+	if picks != nil {
+		if err := ctx.ReadAt(e.s.picked.Ptr, cuda.AsBytes(e.picked[:n])); err != nil {
+			return 0, err
+		}
+	}
+	r := r0
+	for i := 0; i < n; i++ {
 		if !b.Logits[i] {
+			continue
+		}
+		if picks != nil {
+			toks[r] = -1
+			if picks[r] != nil {
+				toks[r] = e.picked[i]
+			}
+		}
+		r++
+	}
+	// Copy each run of consecutive rows left to the host straight into
+	// logits.
+	r = r0
+	for i := 0; i < n; {
+		if !b.Logits[i] || (picks != nil && toks[r] >= 0) {
+			if b.Logits[i] {
+				r++
+			}
 			i++
 			continue
 		}
-		j := i + 1
-		for j < n && b.Logits[j] {
-			j++
+		j, k := i, r
+		for j < n && b.Logits[j] && (picks == nil || toks[k] < 0) {
+			j, k = j+1, k+1
 		}
 		src := e.s.logits.Ptr.Add(int64(i) * int64(V) * 4)
-		if err := e.dev.Context().ReadAt(src, cuda.AsBytes(out[r*V:(r+j-i)*V])); err != nil {
+		if err := ctx.ReadAt(src, cuda.AsBytes(logits[r*V:k*V])); err != nil {
 			return 0, err
 		}
-		r += j - i
-		i = j
+		i, r = j, k
 	}
-	if r == 0 {
+	if r == r0 {
 		return 0, e.dev.Sync()
 	}
-	return r, nil
+	return r - r0, nil
 }
 
-// writeInputs queues the upload of b's tokens, positions and sequences,
-// padded to its bucket, which it returns.
-func (e *GPUEngine) writeInputs(b *Batch) (int, error) {
+// writeInputs queues the upload of b's tokens, positions, sequences and
+// picks (wanted rows numbered from r0), padded to its bucket, which it
+// returns.
+func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
 	B := bucket(n)
+	const M = gpuMaxBatch
+	r := r0
 	for i := 0; i < B; i++ {
 		tok, pos, seq := int32(0), int32(0), int32(-1)
+		pk := kernels.Pick{Mode: kernels.PickNone}
 		if i < n {
 			tok, pos, seq = b.Tokens[i], b.Pos[i], b.Seq[i]
+			if b.Logits[i] {
+				if picks != nil && picks[r] != nil {
+					pk = devicePick(picks[r])
+				}
+				r++
+			}
 		}
-		e.hostIn[i], e.hostIn[gpuMaxBatch+i], e.hostIn[2*gpuMaxBatch+i] = tok, pos, seq
+		e.hostIn[i], e.hostIn[M+i], e.hostIn[2*M+i] = uint32(tok), uint32(pos), uint32(seq)
+		pk.Encode(e.hostIn[3*M+i*kernels.PickWords:])
 	}
 	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
+}
+
+// devicePick is the kernels' form of p.
+func devicePick(p *Pick) kernels.Pick {
+	mode := kernels.PickRandom
+	if p.Temperature <= 0 {
+		mode = kernels.PickGreedy
+	}
+	return kernels.Pick{Mode: mode, Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP, U: p.U}
 }
 
 // eagerStep launches the kernels of a step of B tokens one by one.

@@ -25,7 +25,12 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 	}
 	var ts []KernelTime
 	err := e.dev.Context().Do(func() error {
-		B, err := e.writeInputs(b)
+		// Rows whose logits are wanted are picked greedily, as bench does.
+		picks := make([]*Pick, b.wanted())
+		for i := range picks {
+			picks[i] = &Pick{}
+		}
+		B, err := e.writeInputs(b, picks, 0)
 		if err != nil {
 			return err
 		}

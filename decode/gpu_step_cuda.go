@@ -10,10 +10,14 @@ import (
 
 // step queues the forward pass of B tokens (the first B rows of every
 // scratch array, inputs read from e.in) on the device: the same launches
-// run eagerly or under graph capture.
+// run eagerly or under graph capture. Each layer is six launches: the
+// normalized Q/K/V product, RoPE with the cache write, attention (two
+// kernels), the output projection added to the residual stream, the
+// normalized gate/up product with SwiGLU, and the down projection added to
+// the residual stream.
 func (e *GPUEngine) step(B int) error {
 	m, s, d := e.m, &e.s, e.dev
-	x, xn := s.x.Slice(0, B), s.xn.Slice(0, B)
+	x := s.x.Slice(0, B)
 	tok, pos, seq := kernels.DevI32{Ptr: s.tok.Ptr, Len: B}, kernels.DevI32{Ptr: s.pos.Ptr, Len: B}, kernels.DevI32{Ptr: s.seq.Ptr, Len: B}
 	if e.beforeStep != nil {
 		if err := e.op(-1, "before_step", func() error { return e.beforeStep(B) }); err != nil {
@@ -24,14 +28,21 @@ func (e *GPUEngine) step(B int) error {
 		return err
 	}
 	for l := range e.w.layers {
-		if err := e.layer(l, B, x, xn, pos, seq); err != nil {
+		if err := e.layer(l, B, x, pos, seq); err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)
 		}
 	}
-	if err := e.op(-1, "output_norm", func() error { return d.RMSNorm(x, e.w.outputNorm, xn, m.RMSEps) }); err != nil {
+	if err := e.op(-1, "output_norm+output", func() error {
+		return d.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, B)}},
+			X:    x, Norm: e.w.outputNorm, Eps: m.RMSEps,
+		})
+	}); err != nil {
 		return err
 	}
-	return e.op(-1, "output", func() error { return d.MatVec(e.w.output, xn, s.logits.Slice(0, B)) })
+	return e.op(-1, "sample", func() error {
+		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
+	})
 }
 
 // op runs one operation of a step: it labels the kernels fn launches (for
@@ -44,83 +55,43 @@ func (e *GPUEngine) op(layer int, name string, fn func() error) error {
 	return nil
 }
 
-// layer queues transformer block l; errors name the op as llama.cpp names
-// its tensors.
-func (e *GPUEngine) layer(l, B int, x, xn kernels.DevF32, pos, seq kernels.DevI32) error {
+// layer queues transformer block l; errors name the op after the tensors
+// it reads, as llama.cpp names them.
+func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
 	q, k, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
-	att, proj := s.att.Slice(0, B), s.proj.Slice(0, B)
-	gate, up := s.gate.Slice(0, B), s.up.Slice(0, B)
-	if err := e.op(l, "attn_norm", func() error { return d.RMSNorm(x, w.attnNorm, xn, m.RMSEps) }); err != nil {
+	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
+	if err := e.op(l, "attn_norm+qkv", func() error {
+		return d.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: w.q, Y: q, Bias: w.qBias}, {W: w.k, Y: k, Bias: w.kBias}, {W: w.v, Y: v, Bias: w.vBias}},
+			X:    x, Norm: w.attnNorm, Eps: m.RMSEps,
+		})
+	}); err != nil {
 		return err
-	}
-	if err := e.op(l, "attn_q", func() error { return d.MatVec(w.q, xn, q) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "attn_k", func() error { return d.MatVec(w.k, xn, k) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "attn_v", func() error { return d.MatVec(w.v, xn, v) }); err != nil {
-		return err
-	}
-	if w.qBias.Cols > 0 {
-		if err := e.op(l, "attn_q_bias", func() error { return d.AddBias(q, w.qBias) }); err != nil {
-			return err
-		}
-		if err := e.op(l, "attn_k_bias", func() error { return d.AddBias(k, w.kBias) }); err != nil {
-			return err
-		}
-		if err := e.op(l, "attn_v_bias", func() error { return d.AddBias(v, w.vBias) }); err != nil {
-			return err
-		}
-	}
-	if w.qNorm.Cols > 0 {
-		qh := kernels.DevF32{Ptr: q.Ptr, Rows: B * m.Heads, Cols: m.HeadDim}
-		if err := e.op(l, "attn_q_norm", func() error { return d.RMSNorm(qh, w.qNorm, qh, m.RMSEps) }); err != nil {
-			return err
-		}
-		kh := kernels.DevF32{Ptr: k.Ptr, Rows: B * m.KVHeads, Cols: m.HeadDim}
-		if err := e.op(l, "attn_k_norm", func() error { return d.RMSNorm(kh, w.kNorm, kh, m.RMSEps) }); err != nil {
-			return err
-		}
 	}
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.Arch.RopeNeox, Factors: e.w.ropeFactors}
-	if err := e.op(l, "rope_q", func() error { return d.RoPE(q, pos, rope) }); err != nil {
-		return err
-	}
-	rope.Heads = m.KVHeads
-	if err := e.op(l, "rope_k", func() error { return d.RoPE(k, pos, rope) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "cache_store", func() error { return d.KVStore(e.kv[l], k, v, pos, seq) }); err != nil {
+	if err := e.op(l, "rope+cache_store", func() error {
+		return d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, QNorm: w.qNorm, KNorm: w.kNorm, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: rope})
+	}); err != nil {
 		return err
 	}
 	if err := e.op(l, "attention", func() error { return d.Attention(e.kv[l], q, att, m.Heads, pos, seq, s.attPart) }); err != nil {
 		return err
 	}
-	if err := e.op(l, "attn_output", func() error { return d.MatVec(w.o, att, proj) }); err != nil {
+	if err := e.op(l, "attn_output+residual", func() error {
+		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.o, Y: x}}, X: att, Accumulate: true})
+	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "attn_residual", func() error { return d.Add(x, proj) }); err != nil {
+	if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
+		return d.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: w.gate, Y: gate}, {W: w.up, Y: up}},
+			X:    x, Norm: w.ffnNorm, Eps: m.RMSEps, GLU: true,
+		})
+	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "ffn_norm", func() error { return d.RMSNorm(x, w.ffnNorm, xn, m.RMSEps) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "ffn_gate", func() error { return d.MatVec(w.gate, xn, gate) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "ffn_up", func() error { return d.MatVec(w.up, xn, up) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "ffn_swiglu", func() error { return d.SwiGLU(gate, up, gate) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "ffn_down", func() error { return d.MatVec(w.down, gate, proj) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "ffn_residual", func() error { return d.Add(x, proj) }); err != nil {
-		return err
-	}
-	return nil
+	return e.op(l, "ffn_down+residual", func() error {
+		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.down, Y: x}}, X: gate, Accumulate: true})
+	})
 }

@@ -40,6 +40,10 @@ type weightArena struct {
 
 const arenaAlign = 256
 
+// weightSlack is extra device memory after the last tensor: the 8-bit
+// kernels may read a 4-byte word past the end of a row.
+const weightSlack = 256
+
 func (a *weightArena) place(data []byte) cuda.DevPtr {
 	off := a.off
 	a.parts = append(a.parts, data)
@@ -105,11 +109,11 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	if err != nil {
 		return gpuWeights{}, nil, err
 	}
-	if need := a.off + reserve; need > free {
+	if need := a.off + weightSlack + reserve; need > free {
 		return gpuWeights{}, nil, fmt.Errorf("not enough device memory: the model needs %d bytes (%s: weights %s, KV cache and buffers %s), %d bytes (%s) of %s are free; lower the context (-c) or slots (-np)",
 			need, gib(need), gib(a.off), gib(reserve), free, gib(free), gib(total))
 	}
-	buf, err := ctx.Alloc("weights", a.off)
+	buf, err := ctx.Alloc("weights", a.off+weightSlack)
 	if err != nil {
 		return gpuWeights{}, nil, err
 	}

@@ -130,6 +130,38 @@ func (s *Sampler) Accept(tok int32) {
 // Sample picks the next token from logits, a row of VocabSize values that
 // it does not modify. It does not Accept the token.
 func (s *Sampler) Sample(logits []float32) (Sampled, error) {
+	var u float32
+	if s.p.Temperature > 0 {
+		u = s.draw()
+	}
+	return s.SampleDrawn(logits, u)
+}
+
+// draw takes the next uniform number in [0, 1) from the sequence's stream:
+// one per token sampled at a temperature above 0.
+func (s *Sampler) draw() float32 { return float32(s.rng.Float64()) }
+
+// OnDevice reports whether an engine may pick this sampler's tokens where
+// the logits are (Picker): no penalties, logit bias or log-probabilities.
+func (s *Sampler) OnDevice() bool {
+	return s.counts == nil && len(s.bias) == 0 && !s.p.Logprobs && s.p.TopLogprobs == 0
+}
+
+// Pick is the device form of the next pick, for a sampler that is
+// OnDevice: it takes the random draw Sample would take, so a seeded
+// sequence picks the same tokens on either side. SampleDrawn with the same
+// U picks on the host what the device could not.
+func (s *Sampler) Pick() Pick {
+	p := Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP}
+	if p.Temperature > 0 {
+		p.U = s.draw()
+	}
+	return p
+}
+
+// SampleDrawn is Sample with the random draw u already taken (by Pick);
+// u is unused at temperature 0.
+func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
 	if len(logits) != s.vocab {
 		return Sampled{}, fmt.Errorf("sampler: %d logits for a vocabulary of %d", len(logits), s.vocab)
 	}
@@ -148,7 +180,7 @@ func (s *Sampler) Sample(logits []float32) (Sampled, error) {
 		if s.p.Temperature <= 0 {
 			tok = argmax(s.cands)
 		} else {
-			tok = s.sampleRandom()
+			tok = s.sampleRandom(u)
 		}
 	}
 	out := Sampled{Token: tok}
@@ -192,8 +224,9 @@ func (s *Sampler) applyPenalties() {
 }
 
 // sampleRandom runs top-k, top-p, min-p and temperature over s.cands, in
-// that order (as llama.cpp's default chain does), then draws a token.
-func (s *Sampler) sampleRandom() int32 {
+// that order (as llama.cpp's default chain does), then draws a token with
+// the uniform number u.
+func (s *Sampler) sampleRandom(u float32) int32 {
 	c := s.cands
 	sorted := false
 	if k := s.p.TopK; k > 0 && k < len(c) {
@@ -218,8 +251,7 @@ func (s *Sampler) sampleRandom() int32 {
 		}
 		c = c[:n]
 	}
-	sum := softmax(c, s.p.Temperature)
-	u := float32(s.rng.Float64()) * sum
+	u *= softmax(c, s.p.Temperature)
 	var cum float32
 	for _, x := range c {
 		cum += x.p

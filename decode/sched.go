@@ -79,6 +79,13 @@ type Scheduler struct {
 	batch  Batch       // [<= StepTokens] this step's tokens
 	rows   []*sequence // [MaxSeqs] sequence of each logits row of this step
 	logits []float32   // [MaxSeqs * VocabSize] logits rows of this step
+
+	// With an engine that picks tokens itself (Picker): each row's pick
+	// (nil: picked on the host) and the tokens the engine picked.
+	picker  Picker
+	pickBuf []Pick  // [MaxSeqs]
+	picks   []*Pick // [MaxSeqs]
+	toks    []int32 // [MaxSeqs]; -1 where the host picks
 }
 
 // NewScheduler prepares a scheduler over eng; call Run to start it.
@@ -116,6 +123,10 @@ func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, err
 			Seq:    make([]int32, 0, cfg.StepTokens),
 			Logits: make([]bool, 0, cfg.StepTokens),
 		},
+	}
+	if p, ok := eng.(Picker); ok {
+		s.picker = p
+		s.pickBuf, s.picks, s.toks = make([]Pick, n), make([]*Pick, 0, n), make([]int32, n)
 	}
 	s.metrics.setOccupancy(0, 0, n)
 	return s, nil
@@ -315,7 +326,7 @@ func (s *Scheduler) step() {
 		seq.chunk = n
 		budget -= n
 	}
-	if err := s.eng.Forward(&s.batch, s.logits); err != nil {
+	if err := s.forward(); err != nil {
 		err = fmt.Errorf("decode: forward step of %d tokens: %w", s.batch.Len(), err)
 		for _, seq := range s.active {
 			if seq.chunk > 0 {
@@ -333,9 +344,38 @@ func (s *Scheduler) step() {
 	vocab := s.eng.VocabSize()
 	now := time.Now()
 	for i, seq := range s.rows {
-		s.sampleOne(seq, s.logits[i*vocab:(i+1)*vocab], now)
+		row := s.logits[i*vocab : (i+1)*vocab]
+		var got Sampled
+		var err error
+		switch {
+		case s.picker == nil || s.picks[i] == nil:
+			got, err = seq.sampler.Sample(row)
+		case s.toks[i] >= 0:
+			got = Sampled{Token: s.toks[i]}
+		default: // the engine left the pick to the host
+			got, err = seq.sampler.SampleDrawn(row, s.picks[i].U)
+		}
+		s.emit(seq, got, err, now)
 	}
 	s.compact()
+}
+
+// forward runs the step's batch: with a Picker, the rows whose samplers
+// allow it are picked by the engine and only their tokens come back.
+func (s *Scheduler) forward() error {
+	if s.picker == nil {
+		return s.eng.Forward(&s.batch, s.logits)
+	}
+	s.picks = s.picks[:0]
+	for i, seq := range s.rows {
+		var p *Pick
+		if seq.sampler.OnDevice() {
+			s.pickBuf[i] = seq.sampler.Pick()
+			p = &s.pickBuf[i]
+		}
+		s.picks = append(s.picks, p)
+	}
+	return s.picker.ForwardPick(&s.batch, s.picks, s.toks[:len(s.rows)], s.logits)
 }
 
 func (s *Scheduler) resetChunks() {
@@ -344,10 +384,9 @@ func (s *Scheduler) resetChunks() {
 	}
 }
 
-// sampleOne samples the next token of seq and emits it or ends the
-// sequence; now is when the step's logits came back.
-func (s *Scheduler) sampleOne(seq *sequence, row []float32, now time.Time) {
-	got, err := seq.sampler.Sample(row)
+// emit records seq's next token (or the error picking it) and streams it
+// or ends the sequence; now is when the step's results came back.
+func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 	if err != nil {
 		s.release(seq, Event{Err: err}, "error")
 		return

@@ -23,7 +23,13 @@ func (v tokVocab) NewTextDecoder() TextDecoder { return v.t.NewStreamDecoder() }
 
 func storiesScheduler(t *testing.T, slots, ctx int) *Scheduler {
 	t.Helper()
-	eng := openEngine(t, "models/stories260K.gguf", CPUOptions{Context: ctx, MaxSeqs: slots, Threads: 1})
+	return storiesSchedulerOn(t, slots, ctx, func(e Engine) Engine { return e })
+}
+
+// storiesSchedulerOn is storiesScheduler over wrap of the CPU engine.
+func storiesSchedulerOn(t *testing.T, slots, ctx int, wrap func(Engine) Engine) *Scheduler {
+	t.Helper()
+	eng := wrap(openEngine(t, "models/stories260K.gguf", CPUOptions{Context: ctx, MaxSeqs: slots, Threads: 1}))
 	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,4 +147,76 @@ func firstDiff(a, b []int32) string {
 		return fmt.Sprint(min(len(a), len(b)))
 	}
 	return "none"
+}
+
+// hostPicker is a Picker over a host engine: it picks each row with a
+// fresh Sampler of the pick's parameters and its draw (what a device must
+// do), and leaves every third picked row to the caller, as a device does
+// with a pick it cannot apply.
+type hostPicker struct {
+	Engine
+	n int // rows seen
+}
+
+func (h *hostPicker) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []float32) error {
+	if err := h.Forward(b, logits); err != nil {
+		return err
+	}
+	V := h.VocabSize()
+	for r, p := range picks {
+		h.n++
+		if p == nil || h.n%3 == 0 {
+			toks[r] = -1
+			continue
+		}
+		smp, err := NewSampler(SamplerParams{Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP}, V)
+		if err != nil {
+			return err
+		}
+		got, err := smp.SampleDrawn(logits[r*V:(r+1)*V], p.U)
+		if err != nil {
+			return err
+		}
+		toks[r] = got.Token
+	}
+	return nil
+}
+
+// TestSchedulerPicker runs greedy, seeded and penalized requests through
+// an engine that picks tokens itself, and through the plain engine: the
+// texts must match, whether a row was picked by the engine, left to the
+// host by it, or never offered to it (penalties, logprobs).
+func TestSchedulerPicker(t *testing.T) {
+	reqs := []Request{
+		{Prompt: []int32{1}, MaxTokens: 30},
+		{Prompt: []int32{1, 400}, MaxTokens: 30, Sampling: SamplerParams{Temperature: 0.9, Seed: 3}},
+		{Prompt: []int32{1}, MaxTokens: 30, Sampling: SamplerParams{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 4}},
+		{Prompt: []int32{1, 300}, MaxTokens: 30, Sampling: SamplerParams{Temperature: 0.8, RepeatPenalty: 1.2, PenaltyLastN: 16, Seed: 5}},
+		{Prompt: []int32{1}, MaxTokens: 30, Sampling: SamplerParams{Temperature: 1.2, TopP: 0.9, Logprobs: true, Seed: 6}},
+	}
+	run := func(s *Scheduler) []result {
+		out := make([]result, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			r.IgnoreEOS = true
+			st, err := s.Submit(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { out[i] = collect(t, st) })
+		}
+		wg.Wait()
+		return out
+	}
+	want := run(storiesScheduler(t, 4, 64))
+	picker := &hostPicker{}
+	got := run(storiesSchedulerOn(t, 4, 64, func(e Engine) Engine { picker.Engine = e; return picker }))
+	for i := range got {
+		if !slices.Equal(got[i].tokens, want[i].tokens) {
+			t.Errorf("request %d: with a picking engine %q, without %q", i, got[i].text, want[i].text)
+		}
+	}
+	if picker.n == 0 {
+		t.Errorf("the scheduler never offered a row to the picking engine")
+	}
 }

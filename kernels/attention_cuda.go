@@ -89,3 +89,45 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(c.HeadDim),
 		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
 }
+
+// RopeStoreOp prepares a step's queries and keys for Attention: each head
+// of Q (B × Heads*HeadDim) and K (B × KVHeads*HeadDim) is RMS-normalized by
+// QNorm or KNorm (HeadDim values each, with Eps) when those are set, then
+// rotated by its token's position (Rope); Q is rotated in place, and K and
+// V are written to the cache at each token's position and sequence
+// (tokens with seq < 0 write nothing).
+type RopeStoreOp struct {
+	Cache        DevKVCache
+	Q, K, V      DevF32
+	QNorm, KNorm DevF32
+	Eps          float32
+	Pos, Seq     DevI32
+	Rope         RopeParams
+}
+
+// RopeStore runs op in one launch.
+func (d *Device) RopeStore(op RopeStoreOp) error {
+	c, r := op.Cache, op.Rope
+	if err := c.check("rope_store"); err != nil {
+		return err
+	}
+	B := op.Q.Rows
+	if r.Heads < 1 || r.HeadDim != c.HeadDim || r.HeadDim%2 != 0 || r.Dim < 2 || r.Dim%2 != 0 || r.Dim > r.HeadDim ||
+		op.Q.Cols != r.Heads*r.HeadDim || op.K.Cols != c.KVDim() || op.V.Cols != c.KVDim() ||
+		op.K.Rows != B || op.V.Rows != B || op.Pos.Len != B || op.Seq.Len != B || B < 1 {
+		return fmt.Errorf("kernels: rope_store: q %d×%d, k %d×%d, v %d×%d, %d positions, %d seqs, %d heads of %d rotating %d, cache %d heads of %d",
+			op.Q.Rows, op.Q.Cols, op.K.Rows, op.K.Cols, op.V.Rows, op.V.Cols, op.Pos.Len, op.Seq.Len, r.Heads, r.HeadDim, r.Dim, c.KVHeads, c.HeadDim)
+	}
+	for _, n := range []DevF32{op.QNorm, op.KNorm} {
+		if n.Ptr != 0 && n.Len() != r.HeadDim {
+			return fmt.Errorf("kernels: rope_store: head norm of %d values for heads of %d", n.Len(), r.HeadDim)
+		}
+	}
+	if r.Factors.Ptr != 0 && r.Factors.Len() != r.Dim/2 {
+		return fmt.Errorf("kernels: rope_store: %d frequency factors for %d rotated values", r.Factors.Len(), r.Dim)
+	}
+	return d.launch("rope_store", cuda.Dim3{X: B, Y: r.Heads + c.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0,
+		cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr),
+		cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(c.KVHeads), cuda.I(r.HeadDim),
+		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)), cuda.F(op.Eps), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}

@@ -28,14 +28,17 @@ type Device struct {
 	op        string   // label of the following launches
 	profiling bool     // launches record timing events into prof
 	prof      *profile // events and launches of the current (or last) profile
+	maxShared int      // dynamic shared memory the mvq kernels may use
 }
 
 // kernelNames lists what each fat binary must provide; the matvec and
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
-	"ops":       {"rms_norm", "add_bias", "add", "swiglu", "rope", "argmax"},
-	"attention": {"kv_store", "attention_part", "attention_merge"},
+	"ops":       {"rms_norm", "add_bias", "add", "swiglu", "argmax"},
+	"attention": {"kv_store", "attention_part", "attention_merge", "rope_store"},
 	"matvec":    nil,
+	"mvq":       nil,
+	"sample":    {"sample"},
 }
 
 // OpenDevice opens CUDA device ordinal and loads the embedded kernels.
@@ -57,8 +60,11 @@ func OpenDevice(ordinal int) (*Device, error) {
 			return nil, fmt.Errorf("kernels: load %s.fatbin: %w", mod, err)
 		}
 		d.mods = append(d.mods, m)
-		if mod == "matvec" {
+		switch mod {
+		case "matvec":
 			names = matvecKernels()
+		case "mvq":
+			names = mvqKernels()
 		}
 		for _, name := range names {
 			k, err := m.Kernel(name)
@@ -69,7 +75,27 @@ func OpenDevice(ordinal int) (*Device, error) {
 			d.kernels[name] = k
 		}
 	}
+	if err := d.optInShared(); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
+}
+
+// optInShared lets the mvq kernels use the device's shared memory beyond
+// the default 48 KiB per block (less 1 KiB for their static arrays).
+func (d *Device) optInShared() error {
+	n, err := d.ctx.MaxSharedOptIn()
+	if err != nil {
+		return fmt.Errorf("kernels: %w", err)
+	}
+	d.maxShared = n - 1024
+	for _, name := range mvqKernels() {
+		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
+			return fmt.Errorf("kernels: %w", err)
+		}
+	}
+	return nil
 }
 
 // Context is the device's CUDA context, for allocations and graphs.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"llmserve/internal/cuda"
@@ -88,9 +89,11 @@ func (g *gpuBuffers) i32(v []int32) DevI32 {
 	return DevI32{b.Ptr(), len(v)}
 }
 
+// bytes uploads v followed by 256 zero bytes, as the engine places
+// weights: the 8-bit kernels may read a word past a matrix's last row.
 func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
 	g.t.Helper()
-	b, err := cuda.Upload(dev.Context(), "test bytes", v)
+	b, err := cuda.Upload(dev.Context(), "test bytes", append(slices.Clip(v), make([]byte, 256)...))
 	if err != nil {
 		g.t.Fatal(err)
 	}

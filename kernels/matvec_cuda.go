@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,36 +21,27 @@ var matvecTypes = []gguf.Type{
 	gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 }
 
-// matvecWarps is MV_WARPS in matvec.cu: rows per block, one per warp.
+// matvecWarps is MV_WARPS in fused.cuh: warps per block.
 const matvecWarps = 8
 
-// rowsPerWarp is MV_ROWS(NB) in matvec.cu for the chunked kernels; the
-// value-by-value ones take one row per warp.
-func rowsPerWarp(kernel string, nb int) int {
-	if nb >= 4 && !strings.Contains(kernel, "_elem_") {
-		return 2
-	}
-	return 1
-}
-
-// matvecTiles are the batch-column tiles compiled per type (NB in matvec.cu).
+// matvecTiles are the batch-column tiles compiled per type (NB in matvec.cu
+// and mvq.cu).
 var matvecTiles = []int{1, 2, 4, 8}
 
+// mvqTypes are the types the 8-bit kernels of mvq.cu read, at batch sizes
+// up to mvqMaxBatch.
+var mvqTypes = []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
+
+const mvqMaxBatch = 8
+
 // SupportsType says whether MatVec and GetRows read weights of type t.
-func SupportsType(t gguf.Type) bool {
-	for _, u := range matvecTypes {
-		if u == t {
-			return true
-		}
-	}
-	return false
-}
+func SupportsType(t gguf.Type) bool { return slices.Contains(matvecTypes, t) }
 
 func matvecKernels() []string {
 	var names []string
 	for _, t := range matvecTypes {
 		for _, nb := range matvecTiles {
-			names = append(names, "matvec_"+t.String()+"_"+strconv.Itoa(nb))
+			names = append(names, "matvec_"+t.String()+"_"+strconv.Itoa(nb), "matvec_"+t.String()+"_"+strconv.Itoa(nb)+"_glu")
 		}
 		names = append(names, "get_rows_"+t.String())
 		if isFloatType(t) {
@@ -58,6 +50,14 @@ func matvecKernels() []string {
 			}
 			names = append(names, "get_rows_elem_"+t.String())
 		}
+	}
+	return names
+}
+
+func mvqKernels() []string {
+	var names []string
+	for _, nb := range matvecTiles {
+		names = append(names, "mvq_"+strconv.Itoa(nb))
 	}
 	return names
 }
@@ -87,32 +87,203 @@ func checkMatrix(op string, w DevMatrix) (int64, string, error) {
 	return rb, op + "_" + w.Type.String(), nil
 }
 
+// MatVecSeg is one matrix of a fused product: Y (B × W.Rows) receives W·x,
+// plus Bias (W.Rows values) when its Ptr is set.
+type MatVecSeg struct {
+	W    DevMatrix
+	Y    DevF32
+	Bias DevF32
+}
+
+// MatVecOp is a fused matrix-vector product of one input X (B × Cols, B ≤
+// MaxBatch) with one to three matrices of Cols columns:
+//   - Norm, when its Ptr is set, RMS-normalizes each row of X and scales it
+//     by Norm (Cols values) first, with Eps;
+//   - Accumulate adds the products to Y instead of writing them (the
+//     residual connection);
+//   - GLU takes Segs = {gate, up} of equal shape and writes silu(gate·x) ⊙
+//     (up·x) to Segs[0].Y; Segs[1].Y (same shape) is scratch where the
+//     two cannot be computed in one launch.
+//
+// For quantized weights the input is rounded to 8 bits in blocks of 32
+// values (d = max|v|/127) on every path, so results do not depend on the
+// kernel a batch size picks beyond the order of sums.
+type MatVecOp struct {
+	Segs       []MatVecSeg
+	X          DevF32
+	Norm       DevF32
+	Eps        float32
+	Accumulate bool
+	GLU        bool
+}
+
 // MatVec computes y[b, :] = W · x[b, :] for the x.Rows ≤ MaxBatch vectors
 // of x; x is B × W.Cols, y is B × W.Rows.
 func (d *Device) MatVec(w DevMatrix, x, y DevF32) error {
-	rb, kernel, err := checkMatrix("matvec", w)
-	if err != nil {
+	return d.MatVecFused(MatVecOp{Segs: []MatVecSeg{{W: w, Y: y}}, X: x})
+}
+
+// MatVecFused runs op, in one launch where its types and shapes allow.
+func (d *Device) MatVecFused(op MatVecOp) error {
+	if err := op.check(); err != nil {
 		return err
 	}
-	if x.Cols != w.Cols || y.Cols != w.Rows || x.Rows != y.Rows || x.Rows < 1 || x.Rows > MaxBatch {
-		return fmt.Errorf("kernels: matvec: W %d×%d, x %d×%d, y %d×%d: want x B×%d, y B×%d, 1 ≤ B ≤ %d",
-			w.Rows, w.Cols, x.Rows, x.Cols, y.Rows, y.Cols, w.Cols, w.Rows, MaxBatch)
+	if d.mvqFits(op) {
+		return d.launchMatVec(op, true)
 	}
-	if ceilDiv(w.Rows, matvecWarps) > 65535 {
-		return fmt.Errorf("kernels: matvec: %d rows: at most %d", w.Rows, 65535*matvecWarps)
+	sameType := true
+	for _, s := range op.Segs[1:] {
+		sameType = sameType && s.W.Type == op.Segs[0].W.Type
 	}
-	b := x.Rows
-	nb := 8
+	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
+	elem := strings.Contains(kernel, "_elem_")
+	if sameType && !(op.GLU && elem) && op.rowsEven() {
+		return d.launchMatVec(op, false)
+	}
+	// One launch per matrix.
+	for _, s := range op.Segs {
+		one := op
+		one.Segs, one.GLU = []MatVecSeg{s}, false
+		if err := d.launchMatVec(one, false); err != nil {
+			return err
+		}
+	}
+	if op.GLU {
+		return d.SwiGLU(op.Segs[0].Y, op.Segs[1].Y, op.Segs[0].Y)
+	}
+	return nil
+}
+
+func (op *MatVecOp) check() error {
+	if len(op.Segs) < 1 || len(op.Segs) > 3 || (op.GLU && len(op.Segs) != 2) {
+		return fmt.Errorf("kernels: matvec: %d matrices (GLU %v): want 1 to 3, or 2 with GLU", len(op.Segs), op.GLU)
+	}
+	if op.GLU && op.Accumulate {
+		return fmt.Errorf("kernels: matvec: GLU products are written, not accumulated")
+	}
+	x := op.X
+	for _, s := range op.Segs {
+		w, y := s.W, s.Y
+		if _, _, err := checkMatrix("matvec", w); err != nil {
+			return err
+		}
+		if x.Cols != w.Cols || y.Cols != w.Rows || x.Rows != y.Rows || x.Rows < 1 || x.Rows > MaxBatch {
+			return fmt.Errorf("kernels: matvec: W %d×%d, x %d×%d, y %d×%d: want x B×%d, y B×%d, 1 ≤ B ≤ %d",
+				w.Rows, w.Cols, x.Rows, x.Cols, y.Rows, y.Cols, w.Cols, w.Rows, MaxBatch)
+		}
+		if s.Bias.Ptr != 0 && s.Bias.Len() != w.Rows {
+			return fmt.Errorf("kernels: matvec: bias of %d values for %d rows", s.Bias.Len(), w.Rows)
+		}
+	}
+	total := 0
+	for _, s := range op.Segs {
+		total += s.W.Rows
+	}
+	if ceilDiv(total, matvecWarps) > 65535 {
+		return fmt.Errorf("kernels: matvec: %d rows: at most %d", total, 65535*matvecWarps)
+	}
+	if op.GLU && (op.Segs[0].W.Rows != op.Segs[1].W.Rows || op.Segs[0].W.Cols != op.Segs[1].W.Cols) {
+		return fmt.Errorf("kernels: matvec: GLU gate of %d rows, up of %d", op.Segs[0].W.Rows, op.Segs[1].W.Rows)
+	}
+	if op.Norm.Ptr != 0 && op.Norm.Len() != x.Cols {
+		return fmt.Errorf("kernels: matvec: norm of %d values for rows of %d", op.Norm.Len(), x.Cols)
+	}
+	return nil
+}
+
+// rowsEven says whether every matrix has an even number of rows, so that
+// two-row warps never straddle two matrices.
+func (op *MatVecOp) rowsEven() bool {
+	for _, s := range op.Segs {
+		if s.W.Rows%2 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// mvqFits says whether op runs on the 8-bit kernels: their types, at most
+// mvqMaxBatch columns, rows of whole 64-value groups, an even number of
+// rows per matrix, one type for gate and up, and the staged input within
+// the device's shared memory.
+func (d *Device) mvqFits(op MatVecOp) bool {
+	B, cols := op.X.Rows, op.X.Cols
+	if B > mvqMaxBatch || cols%64 != 0 || !op.rowsEven() || mvqShared(tile(B), cols) > d.maxShared {
+		return false
+	}
+	for _, s := range op.Segs {
+		if !slices.Contains(mvqTypes, s.W.Type) {
+			return false
+		}
+	}
+	return !op.GLU || op.Segs[0].W.Type == op.Segs[1].W.Type
+}
+
+// mvqShared is the dynamic shared memory of mvq_<nb>: nb columns of 8-bit
+// values and a (d, s) pair per 32 values.
+func mvqShared(nb, cols int) int { return nb*cols + nb*cols/32*8 }
+
+// tile is the batch-column tile (NB) for B columns.
+func tile(B int) int {
 	switch {
-	case b == 1:
-		nb = 1
-	case b == 2:
-		nb = 2
-	case b <= 4:
-		nb = 4
+	case B == 1:
+		return 1
+	case B == 2:
+		return 2
+	case B <= 4:
+		return 4
 	}
-	return d.launch(kernel+"_"+strconv.Itoa(nb), cuda.Dim3{X: ceilDiv(b, nb), Y: ceilDiv(w.Rows, matvecWarps*rowsPerWarp(kernel, nb))}, cuda.Dim3{X: 32 * matvecWarps}, 0,
-		cuda.P(w.Ptr), cuda.P(x.Ptr), cuda.P(y.Ptr), cuda.I(w.Rows), cuda.I(w.Cols), cuda.Arg(rb), cuda.I(b))
+	return 8
+}
+
+// launchMatVec launches one fused product: on mvq_<NB> (one block column,
+// blocks looping over row pairs) or on matvec_<TYPE>_<NB> (a grid over
+// batch tiles and rows).
+func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
+	B, cols := op.X.Rows, op.X.Cols
+	args := make([]cuda.Arg, 0, 26)
+	total := 0
+	for i := 0; i < 3; i++ {
+		if i >= len(op.Segs) {
+			args = append(args, 0, 0, 0, 0, 0, 0)
+			continue
+		}
+		s := op.Segs[i]
+		rb, _ := s.W.RowBytes()
+		args = append(args, cuda.P(s.W.Ptr), cuda.P(s.Y.Ptr), cuda.P(s.Bias.Ptr), cuda.Arg(rb), cuda.I(s.W.Rows), cuda.I(int(s.W.Type)))
+		total += s.W.Rows
+	}
+	if op.GLU {
+		total = op.Segs[0].W.Rows
+	}
+	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)))
+	nb := tile(B)
+	if mvq {
+		pairs := total
+		if !op.GLU {
+			pairs = total / 2
+		}
+		blocks := min(ceilDiv(pairs, matvecWarps), 4*d.ctx.Multiprocessors())
+		return d.launch("mvq_"+strconv.Itoa(nb), cuda.Dim3{X: blocks}, cuda.Dim3{X: 32 * matvecWarps}, mvqShared(nb, cols), args...)
+	}
+	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
+	name := kernel + "_" + strconv.Itoa(nb)
+	rowsPerWarp := 1 // GLU: one gate and up pair per warp
+	switch {
+	case op.GLU:
+		name += "_glu"
+	case nb >= 4 && !strings.Contains(kernel, "_elem_"):
+		rowsPerWarp = 2
+	}
+	return d.launch(name, cuda.Dim3{X: ceilDiv(B, nb), Y: ceilDiv(total, matvecWarps*rowsPerWarp)}, cuda.Dim3{X: 32 * matvecWarps}, 0, args...)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // GetRows writes row ids[b] of W, dequantized, to out[b, :] (an embedding

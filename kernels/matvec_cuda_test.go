@@ -69,6 +69,9 @@ func TestMatVec(t *testing.T) {
 					if err := dev.MatVec(w, g.f32(x, b, cols), y); err != nil {
 						t.Fatal(err)
 					}
+					if !isFloatType(typ) {
+						x = refQ8(x)
+					}
 					want := make([]float64, b*rows)
 					for r := 0; r < rows; r++ {
 						wr := refDequantRow(typ, data[int64(r)*rb:int64(r+1)*rb], cols)

@@ -1,5 +1,5 @@
 // ops.cu: element-wise and per-row kernels of a decode step over f32
-// activations: RMSNorm, bias add, residual add, SwiGLU, RoPE and argmax.
+// activations: RMSNorm, bias add, residual add, SwiGLU and argmax.
 #include <stdint.h>
 
 static __device__ __forceinline__ float warp_sum(float v) {
@@ -52,25 +52,6 @@ extern "C" __global__ void swiglu(const float *gate, const float *up, float *out
     const float g = gate[i];
     out[i] = g / (1.f + expf(-g)) * up[i];
   }
-}
-
-// rope rotates the first ropeDim values of each head of x (B tokens ×
-// heads × headDim, in place) by angle pos[b] * base^(-2i/ropeDim) /
-// factors[i] for pair i; factors may be null. Pairs are (2i, 2i+1), or
-// (i, i + ropeDim/2) when neox is set. Grid (B, heads), ropeDim/2 threads.
-extern "C" __global__ void rope(float *x, const int *__restrict__ pos, const float *__restrict__ factors,
-                                int heads, int headDim, int ropeDim, float base, int neox) {
-  const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
-  if (2 * i >= ropeDim) return;
-  float theta = (float)pos[b] * powf(base, -2.f * (float)i / (float)ropeDim);
-  if (factors != nullptr) theta /= factors[i];
-  float s, c;
-  sincosf(theta, &s, &c);
-  float *v = x + ((size_t)b * heads + h) * headDim;
-  const int i0 = neox ? i : 2 * i, i1 = neox ? i + ropeDim / 2 : 2 * i + 1;
-  const float a = v[i0], d = v[i1];
-  v[i0] = a * c - d * s;
-  v[i1] = a * s + d * c;
 }
 
 // argmax: out[r] = the smallest index of the largest value of row r of x

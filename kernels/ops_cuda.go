@@ -63,26 +63,6 @@ type RopeParams struct {
 	Factors        DevF32  // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
 }
 
-// RoPE rotates x (B tokens × Heads*HeadDim, in place) by each token's
-// position pos[b].
-func (d *Device) RoPE(x DevF32, pos DevI32, r RopeParams) error {
-	if r.Heads < 1 || r.HeadDim < 1 || r.Dim < 2 || r.Dim%2 != 0 || r.Dim > r.HeadDim || r.Dim > 2048 ||
-		x.Cols != r.Heads*r.HeadDim || pos.Len != x.Rows || x.Rows < 1 {
-		return fmt.Errorf("kernels: rope: x %d×%d, %d positions, %d heads of %d, rotating %d",
-			x.Rows, x.Cols, pos.Len, r.Heads, r.HeadDim, r.Dim)
-	}
-	if r.Factors.Ptr != 0 && r.Factors.Len() != r.Dim/2 {
-		return fmt.Errorf("kernels: rope: %d frequency factors for %d rotated values", r.Factors.Len(), r.Dim)
-	}
-	neox := 0
-	if r.Neox {
-		neox = 1
-	}
-	return d.launch("rope", cuda.Dim3{X: x.Rows, Y: r.Heads}, cuda.Dim3{X: 32 * ceilDiv(r.Dim/2, 32)}, 0,
-		cuda.P(x.Ptr), cuda.P(pos.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(r.HeadDim),
-		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(neox))
-}
-
 // Argmax writes the index of the largest value of each row of x to out
 // (the smallest such index on ties).
 func (d *Device) Argmax(x DevF32, out DevI32) error {

@@ -78,28 +78,37 @@ func TestElementwise(t *testing.T) {
 	}
 }
 
-func TestCUDARoPE(t *testing.T) {
+// TestRopeStore checks the fused head norm, rotation and cache write
+// against the f64 reference: query heads rotated in place, key heads
+// rotated into the cache, value heads copied, padding tokens writing
+// nothing.
+func TestRopeStore(t *testing.T) {
 	cases := []struct {
 		headDim, dim int
 		neox         bool
 		factors      bool
+		norm         bool
 		base         float32
 	}{
-		{64, 64, false, false, 10000},
-		{64, 64, true, false, 1e6},
-		{128, 128, false, true, 500000},
-		{128, 64, true, false, 10000},
-		{8, 8, false, false, 10000},
+		{64, 64, false, false, false, 10000},
+		{64, 64, true, false, true, 1e6},
+		{128, 128, false, true, false, 500000},
+		{128, 64, true, false, true, 10000},
+		{8, 8, false, false, false, 10000},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("hd%d_dim%d_neox%v_ff%v", c.headDim, c.dim, c.neox, c.factors), func(t *testing.T) {
+		t.Run(fmt.Sprintf("hd%d_dim%d_neox%v_ff%v_norm%v", c.headDim, c.dim, c.neox, c.factors, c.norm), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(4, uint64(c.headDim+c.dim)))
 			g := newBuffers(t)
-			b, heads := 6, 3
-			x := randF32(rng, b*heads*c.headDim)
-			pos := []int32{0, 1, 17, 255, 1000, 4095}
-			var ff []float32
+			heads, kvHeads, ctx, maxSeqs := 4, 2, 4096, 2
+			pos := []int32{0, 1, 17, 255, 1000, 4095, 3}
+			seq := []int32{0, 1, 0, 1, 0, 1, -1}
+			b, kvdim := len(pos), kvHeads*c.headDim
+			q, k, v := randF32(rng, b*heads*c.headDim), randF32(rng, b*kvdim), randF32(rng, b*kvdim)
+			kc, vc := g.poisoned(maxSeqs*ctx, kvdim), g.poisoned(maxSeqs*ctx, kvdim)
+			cache := DevKVCache{K: kc.Ptr, V: vc.Ptr, MaxSeqs: maxSeqs, Ctx: ctx, KVHeads: kvHeads, HeadDim: c.headDim}
 			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox}
+			var ff, qn, kn []float32
 			if c.factors {
 				ff = make([]float32, c.dim/2)
 				for i := range ff {
@@ -107,34 +116,77 @@ func TestCUDARoPE(t *testing.T) {
 				}
 				r.Factors = g.f32(ff, 1, len(ff))
 			}
-			xd := g.f32(x, b, heads*c.headDim)
-			if err := dev.RoPE(xd, g.i32(pos), r); err != nil {
+			op := RopeStoreOp{Cache: cache, Q: g.f32(q, b, heads*c.headDim), K: g.f32(k, b, kvdim), V: g.f32(v, b, kvdim),
+				Eps: 1e-6, Pos: g.i32(pos), Seq: g.i32(seq), Rope: r}
+			if c.norm {
+				qn, kn = randF32(rng, c.headDim), randF32(rng, c.headDim)
+				op.QNorm, op.KNorm = g.f32(qn, 1, c.headDim), g.f32(kn, 1, c.headDim)
+			}
+			if err := dev.RopeStore(op); err != nil {
 				t.Fatal(err)
 			}
-			want := make([]float64, len(x))
-			for i, v := range x {
-				want[i] = float64(v)
+			// rotate normalizes and rotates one head of token tok in f64.
+			rotate := func(head []float32, w []float32, tok int) []float64 {
+				v := make([]float64, len(head))
+				var ss float64
+				for _, x := range head {
+					ss += float64(x) * float64(x)
+				}
+				s := 1 / math.Sqrt(ss/float64(len(head))+1e-6)
+				for i, x := range head {
+					v[i] = float64(x)
+					if w != nil {
+						v[i] *= s * float64(w[i])
+					}
+				}
+				for i := 0; i < c.dim/2; i++ {
+					theta := float64(pos[tok]) * math.Pow(float64(c.base), -2*float64(i)/float64(c.dim))
+					if ff != nil {
+						theta /= float64(ff[i])
+					}
+					i0, i1 := 2*i, 2*i+1
+					if c.neox {
+						i0, i1 = i, i+c.dim/2
+					}
+					a, d := v[i0], v[i1]
+					v[i0] = a*math.Cos(theta) - d*math.Sin(theta)
+					v[i1] = a*math.Sin(theta) + d*math.Cos(theta)
+				}
+				return v
 			}
+			var wantQ []float64
 			for tok := 0; tok < b; tok++ {
 				for h := 0; h < heads; h++ {
-					v := want[(tok*heads+h)*c.headDim:]
-					for i := 0; i < c.dim/2; i++ {
-						theta := float64(pos[tok]) * math.Pow(float64(c.base), -2*float64(i)/float64(c.dim))
-						if ff != nil {
-							theta /= float64(ff[i])
-						}
-						i0, i1 := 2*i, 2*i+1
-						if c.neox {
-							i0, i1 = i, i+c.dim/2
-						}
-						a, d := v[i0], v[i1]
-						v[i0] = a*math.Cos(theta) - d*math.Sin(theta)
-						v[i1] = a*math.Sin(theta) + d*math.Cos(theta)
-					}
+					wantQ = append(wantQ, rotate(q[(tok*heads+h)*c.headDim:(tok*heads+h+1)*c.headDim], qn, tok)...)
 				}
 			}
 			// f32 angles at positions up to 4095 are off by ~pos·2⁻²⁴.
-			checkNMSE(t, "rope", read(t, xd), want, 1e-6)
+			checkNMSE(t, "rope_store q", read(t, op.Q), wantQ, 1e-6)
+			gotK, gotV := read(t, kc), read(t, vc)
+			var rowsK, rowsV []float32
+			var wantK, wantV []float64
+			for tok := 0; tok < b; tok++ {
+				at := (int(seq[tok])*ctx + int(pos[tok])) * kvdim
+				if seq[tok] < 0 {
+					continue
+				}
+				rowsK, rowsV = append(rowsK, gotK[at:at+kvdim]...), append(rowsV, gotV[at:at+kvdim]...)
+				for h := 0; h < kvHeads; h++ {
+					wantK = append(wantK, rotate(k[tok*kvdim+h*c.headDim:tok*kvdim+(h+1)*c.headDim], kn, tok)...)
+				}
+				wantV = append(wantV, to64(v[tok*kvdim:(tok+1)*kvdim])...)
+			}
+			checkNMSE(t, "rope_store cache K", rowsK, wantK, 1e-6)
+			checkNMSE(t, "rope_store cache V", rowsV, wantV, 0)
+			written := 0
+			for _, x := range gotK {
+				if !math.IsNaN(float64(x)) {
+					written++
+				}
+			}
+			if want := (b - 1) * kvdim; written != want {
+				t.Errorf("rope_store wrote %d cache values, want %d (the padding token writes nothing)", written, want)
+			}
 		})
 	}
 }

@@ -105,8 +105,9 @@ func profileStep(w io.Writer, e decode.Engine, pos int) error {
 }
 
 // benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs
-// nGen steps that each decode one token for each of B sequences, picked by
-// the server's own greedy sampler.
+// nGen steps that each decode one token for each of B sequences, picked
+// greedily as the server picks them: on the device when the engine is a
+// Picker, else by the server's own sampler.
 func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 	V := e.VocabSize()
 	samplers := make([]*decode.Sampler, B)
@@ -133,11 +134,25 @@ func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 	for s := range toks {
 		toks[s] = int32(1 + s)
 	}
+	picker, _ := e.(decode.Picker)
+	picks := make([]*decode.Pick, B)
+	for s := range picks {
+		picks[s] = &decode.Pick{}
+	}
 	start = time.Now()
 	for i := 0; i < nGen; i++ {
 		b.Reset()
 		for s := 0; s < B; s++ {
 			b.Add(toks[s], int32(nPrompt+i), int32(s), true)
+		}
+		if picker != nil {
+			if err := picker.ForwardPick(&b, picks, toks, logits); err != nil {
+				return benchResult{}, err
+			}
+			if slices.Contains(toks, -1) {
+				return benchResult{}, errors.New("bench: the engine left a greedy pick to the host")
+			}
+			continue
 		}
 		if err := e.Forward(&b, logits); err != nil {
 			return benchResult{}, err

@@ -1,0 +1,287 @@
+// mvq.cu: fused products (fused.cuh) for the common quantized types
+// (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) at batch sizes up to 8, with the input
+// quantized to 8 bits once per block and integer dot products (dp4a).
+//
+// The whole input is staged in shared memory first (normalized and
+// quantized): for column b, xq holds the 8-bit values and xd the scales.
+// Lane l of a warp then takes the 64-value group 32*it + l of its rows at
+// iteration it, two rows at a time (two consecutive rows of a segment, or
+// the gate and up rows of a GLU product), so each staged value serves two
+// rows and each lane has the loads of two rows in flight. Piece k (values
+// 16k..16k+15) of group g of column b lies at int4 index
+// b*cols/16 + ((g/32)*4 + k)*32 + g%32, so a warp's reads of one piece are
+// 512 contiguous bytes; xd holds each group's (d0, s0, d1, s1): the scales
+// of its two 32-value blocks and d times their sums of q.
+//
+// Blocks loop over row pairs (grid-stride), so the staging is paid once per
+// block, not once per row.
+#include "fused.cuh"
+
+// G64 is one 64-value group of a weight row: its values as signed bytes,
+// the multiplier of each 16-value piece's integer dot product with the
+// input (before the input's scale), and the coefficient of each 32-value
+// half's input sum (the blocks' minimums).
+struct G64 {
+  int q[16];
+  float c[4], m[2];
+};
+
+// words_a2 reads n 4-byte words from a 2-byte aligned address with aligned
+// loads (one word more than n, so it may read up to 4 bytes past the end).
+template <int N>
+static __device__ __forceinline__ void words_a2(const uint8_t *p, uint32_t *out) {
+  const uint32_t *base = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+  const int sh = ((uintptr_t)p & 3) * 8;
+  uint32_t w[N + 1];
+#pragma unroll
+  for (int k = 0; k <= N; k++) w[k] = __ldg(base + k);
+#pragma unroll
+  for (int k = 0; k < N; k++) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
+}
+
+template <int T> struct Group;
+
+// Q8_0: blocks of {f16 d; int8 q[32]}; a group is two blocks, 68 bytes at
+// a 4-byte aligned offset.
+template <> struct Group<T_Q8_0> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+    const uint32_t *p = (const uint32_t *)(row + 68 * g);
+    uint32_t v[17];
+#pragma unroll
+    for (int k = 0; k < 17; k++) v[k] = __ldg(p + k);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      w.q[k] = (int)__funnelshift_r(v[k], v[k + 1], 16);
+      w.q[8 + k] = (int)v[9 + k];
+    }
+    const float d0 = h2f(v[0] & 0xFFFF), d1 = h2f(v[8] >> 16);
+    w.c[0] = w.c[1] = d0, w.c[2] = w.c[3] = d1;
+    w.m[0] = w.m[1] = 0.f;
+  }
+};
+
+// Q4_0: blocks of {f16 d; u8 q[16]} (value j: low nibble of q[j], value
+// j+16: high nibble, both minus 8); a group is 36 bytes, 4-byte aligned.
+template <> struct Group<T_Q4_0> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+    const uint32_t *p = (const uint32_t *)(row + 36 * g);
+    uint32_t v[9];
+#pragma unroll
+    for (int k = 0; k < 9; k++) v[k] = __ldg(p + k);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const uint32_t a = __funnelshift_r(v[k], v[k + 1], 16), b = v[5 + k];
+      w.q[k] = (int)__vsub4(a & 0x0F0F0F0Fu, 0x08080808u);
+      w.q[4 + k] = (int)__vsub4((a >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+      w.q[8 + k] = (int)__vsub4(b & 0x0F0F0F0Fu, 0x08080808u);
+      w.q[12 + k] = (int)__vsub4((b >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+    }
+    const float d0 = h2f(v[0] & 0xFFFF), d1 = h2f(v[4] >> 16);
+    w.c[0] = w.c[1] = d0, w.c[2] = w.c[3] = d1;
+    w.m[0] = w.m[1] = 0.f;
+  }
+};
+
+// Q4_K: 256-value blocks of {f16 d, dmin; u8 scales[12]; u8 qs[128]};
+// group j of a block is qs[32j..32j+32): low nibbles are sub-block 2j,
+// high nibbles sub-block 2j+1. Blocks are 144 bytes, 16-byte aligned.
+template <> struct Group<T_Q4_K> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+    const uint8_t *p = row + 144 * (g >> 2);
+    const int j = g & 3;
+    const uint4 h = ld128(p), a = ld128(p + 16 + 32 * j), b = ld128(p + 32 + 32 * j);
+    const uint32_t v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      w.q[k] = (int)(v[k] & 0x0F0F0F0Fu);
+      w.q[8 + k] = (int)((v[k] >> 4) & 0x0F0F0F0Fu);
+    }
+    float sc0, m0, sc1, m1;
+    k4scale_hdr(h, 2 * j, &sc0, &m0);
+    k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
+    const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
+    w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
+    w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+  }
+};
+
+// Q5_K: Q4_K with a fifth bit per value: {f16 d, dmin; u8 scales[12];
+// u8 qh[32]; u8 qs[128]}; bit 2j of qh[l] belongs to value l of sub-block
+// 2j, bit 2j+1 to value l of sub-block 2j+1. 176 bytes, 16-byte aligned.
+template <> struct Group<T_Q5_K> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+    const uint8_t *p = row + 176 * (g >> 2);
+    const int j = g & 3;
+    const uint4 h = ld128(p), h0 = ld128(p + 16), h1 = ld128(p + 32);
+    const uint4 a = ld128(p + 48 + 32 * j), b = ld128(p + 64 + 32 * j);
+    const uint32_t v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const uint32_t hb[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      w.q[k] = (int)((v[k] & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j)) & 0x01010101u) << 4));
+      w.q[8 + k] = (int)(((v[k] >> 4) & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j + 1)) & 0x01010101u) << 4));
+    }
+    float sc0, m0, sc1, m1;
+    k4scale_hdr(h, 2 * j, &sc0, &m0);
+    k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
+    const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
+    w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
+    w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+  }
+};
+
+// Q6_K: 256-value blocks of {u8 ql[128]; u8 qh[64]; int8 scales[16]; f16
+// d}, 210 bytes, 2-byte aligned. Half n (128 values) uses ql[64n..64n+64)
+// and qh[32n..32n+32); in it, value l (< 32) is ql[l] low | qh[l] bits 0-1,
+// value 32+l is ql[32+l] low | bits 2-3, value 64+l is ql[l] high | bits
+// 4-5, value 96+l is ql[32+l] high | bits 6-7, all minus 32; each 16
+// values have a scale. Group j is values 64j..64j+64 of the block.
+template <> struct Group<T_Q6_K> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+    const uint8_t *p = row + 210 * (g >> 2);
+    const int j = g & 3, n = j >> 1, sub = j & 1;
+    uint32_t l0[8], l1[8], hb[8], sc[1];
+    words_a2<8>(p + 64 * n, l0);
+    words_a2<8>(p + 64 * n + 32, l1);
+    words_a2<8>(p + 128 + 32 * n, hb);
+    words_a2<1>(p + 192 + 8 * n + 4 * sub, sc);
+    const int s4 = 4 * sub;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      const uint32_t a = ((l0[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> s4) & 0x03030303u) << 4);
+      const uint32_t b = ((l1[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> (s4 + 2)) & 0x03030303u) << 4);
+      w.q[k] = (int)__vsub4(a, 0x20202020u);
+      w.q[8 + k] = (int)__vsub4(b, 0x20202020u);
+    }
+    const float d = h2f(ld16(p + 208));
+#pragma unroll
+    for (int k = 0; k < 4; k++) w.c[k] = d * (float)(signed char)((sc[0] >> (8 * k)) & 0xFF);
+    w.m[0] = w.m[1] = 0.f;
+  }
+};
+
+// group_dot is the dot product of a weight group with the staged input
+// group whose pieces are xp[0], xp[32], xp[64], xp[96] and scales xd.
+static __device__ __forceinline__ float group_dot(const G64 &w, const int4 *xp, float4 xd) {
+  int is[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    const int4 x = xp[32 * k];
+    int s = __dp4a(w.q[4 * k], x.x, 0);
+    s = __dp4a(w.q[4 * k + 1], x.y, s);
+    s = __dp4a(w.q[4 * k + 2], x.z, s);
+    is[k] = __dp4a(w.q[4 * k + 3], x.w, s);
+  }
+  return xd.x * (w.c[0] * (float)is[0] + w.c[1] * (float)is[1]) +
+         xd.z * (w.c[2] * (float)is[2] + w.c[3] * (float)is[3]) - (w.m[0] * xd.y + w.m[1] * xd.w);
+}
+
+// row_pair accumulates the dot products of rows ra and rb with the nb
+// staged input columns into acc.
+template <int T, int NB>
+static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t *rb, int cols, int nb,
+                                                const int4 *xq, const float4 *xd, float acc[2][NB]) {
+  const int G = cols >> 6, lane = threadIdx.x & 31;
+  for (int g = lane; g < G; g += 32) {
+    G64 wa, wb;
+    Group<T>::load(ra, g, wa);
+    Group<T>::load(rb, g, wb);
+    const int piece0 = (g >> 5) * 128 + (g & 31);
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+      if (b < nb) {
+        const int4 *xp = xq + (size_t)b * (cols >> 4) + piece0;
+        const float4 x4 = xd[(size_t)b * G + g];
+        acc[0][b] += group_dot(wa, xp, x4);
+        acc[1][b] += group_dot(wb, xp, x4);
+      }
+    }
+  }
+}
+
+// stage_q8 writes the B columns of the (normalized) input to shared memory
+// as 8-bit values and scales, in the layout described at the top.
+static __device__ __forceinline__ void stage_q8(const MVArgs &a, uint32_t *xq, float2 *xd, float *red) {
+  const int cols = a.cols, n4 = cols >> 2;
+  for (int b = 0; b < a.B; b++) {
+    const float *xr = a.x + (size_t)b * cols;
+    const float scale = a.norm != nullptr ? rms_scale(xr, cols, a.eps, red) : 1.f;
+    for (int t0 = 0; t0 < n4; t0 += MV_THREADS) {
+      const int t = t0 + threadIdx.x;
+      const bool in = t < n4;
+      const float4 v = in ? stage4(xr, a.norm, scale, 4 * t) : make_float4(0.f, 0.f, 0.f, 0.f);
+      float d;
+      int qs;
+      const uint32_t q = q8_quad(v, &d, &qs);
+      if (in) {
+        const int g = t >> 4, w = t & 15;
+        xq[(size_t)b * n4 + ((((g >> 5) * 4 + (w >> 2)) * 32 + (g & 31)) << 2) + (w & 3)] = q;
+        if ((t & 7) == 0) xd[(size_t)b * (cols >> 5) + (t >> 3)] = make_float2(d, d * (float)qs);
+      }
+    }
+  }
+}
+
+template <int NB>
+static __device__ __forceinline__ void mvq(const MVArgs &a) {
+  extern __shared__ int4 smem[];
+  __shared__ float red[MV_WARPS];
+  const int cols = a.cols;
+  int4 *xq = smem;
+  float4 *xd = (float4 *)(smem + (size_t)NB * (cols >> 4));
+  stage_q8(a, (uint32_t *)xq, (float2 *)xd, red);
+  __syncthreads();
+  const int lane = threadIdx.x & 31, total = mv_rows(a), nb = a.B;
+  for (int pi = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);; pi += gridDim.x * MV_WARPS) {
+    int s, r;
+    const uint8_t *ra, *rb;
+    int type;
+    if (a.glu) {
+      if (pi >= total) break;
+      s = 0, r = pi, type = a.s0.type;
+      ra = a.s0.W + (size_t)r * a.s0.rowBytes, rb = a.s1.W + (size_t)r * a.s1.rowBytes;
+    } else {
+      if (2 * pi >= total) break;
+      s = mv_locate(a, 2 * pi, &r);
+      const MVSeg sg = mv_seg(a, s);
+      type = sg.type;
+      ra = sg.W + (size_t)r * sg.rowBytes, rb = ra + sg.rowBytes;
+    }
+    float acc[2][NB];
+#pragma unroll
+    for (int b = 0; b < NB; b++) acc[0][b] = acc[1][b] = 0.f;
+    switch (type) {
+    case T_Q4_K: row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
+    case T_Q6_K: row_pair<T_Q6_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
+    case T_Q5_K: row_pair<T_Q5_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
+    case T_Q8_0: row_pair<T_Q8_0, NB>(ra, rb, cols, nb, xq, xd, acc); break;
+    case T_Q4_0: row_pair<T_Q4_0, NB>(ra, rb, cols, nb, xq, xd, acc); break;
+    }
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        acc[0][b] += __shfl_xor_sync(0xffffffffu, acc[0][b], off);
+        acc[1][b] += __shfl_xor_sync(0xffffffffu, acc[1][b], off);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+      if (lane != b || b >= nb) continue;
+      if (a.glu) {
+        mv_store_glu(a, r, b, acc[0][b], acc[1][b]);
+      } else {
+        mv_store(a, s, r, b, acc[0][b]);
+        mv_store(a, s, r + 1, b, acc[1][b]);
+      }
+    }
+  }
+}
+
+#define MVQ(NB)                                                                                      \
+  extern "C" __global__ void __launch_bounds__(MV_THREADS) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
+
+MVQ(1)
+MVQ(2)
+MVQ(4)
+MVQ(8)

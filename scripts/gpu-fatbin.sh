@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles kernels/*.cu into kernels/fatbin/<name>.fatbin (machine code for
-# sm_80, sm_86, sm_89 and sm_90, plus compute_90 PTX for newer devices) and
+# sm_80, sm_86, sm_89 and sm_90, plus compute_90 PTX for newer devices;
+# compressed, the driver unpacks it at load) and
 # records the hash of the sources in kernels/fatbin/SOURCES.sha256, which
 # scripts/gpu-fatbin-check.sh compares against. Needs nvcc
 # (../shared/tools/install-cuda-toolkit.sh installs it).
@@ -8,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || { echo "gpu-fatbin: $NVCC not found (run ../shared/tools/install-cuda-toolkit.sh)" >&2; exit 1; }
-FLAGS=(-O3 -std=c++17
+FLAGS=(-O3 -std=c++17 -Xfatbin -compress-all
 	-gencode arch=compute_80,code=sm_80
 	-gencode arch=compute_86,code=sm_86
 	-gencode arch=compute_89,code=sm_89

@@ -99,8 +99,11 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.GraphCheck {
 		opts.Graphs = true
 	}
-	if m.HeadDim > kernels.MaxHeadDim || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
-		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
+	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
+		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (a multiple of 4, at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
+	}
+	if m.Heads/m.KVHeads > kernels.MaxGroup {
+		return nil, fmt.Errorf("decode: cuda: %d query heads per KV head: %w (at most %d)", m.Heads/m.KVHeads, model.ErrUnsupported, kernels.MaxGroup)
 	}
 	dev, err := kernels.OpenDevice(opts.Device)
 	if err != nil {

@@ -6,8 +6,10 @@
 //
 // Cache layout, per layer: [maxSeqs][ctx][kvHeads*headDim] f32.
 
-#define ATT_WARPS 4
+#define ATT_THREADS 128
 #define ATT_MAXD 8 // headDim ≤ 32*ATT_MAXD
+#define ATT_MAXG 8 // query heads per KV head
+#define ATT_SLOTS (ATT_MAXG * 32 * ATT_MAXD / ATT_THREADS)
 
 // kv_store: kc/vc[seq[b], pos[b], :] = k/v[b, :]; grid B, any block size.
 extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__restrict__ v, float *kc,
@@ -22,85 +24,116 @@ extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__
   }
 }
 
-// attention_part: for token b, head h and split s of the positions
+// attention_part: for token b, KV head kvh and split s of the positions
 // 0..pos[b] (split s covers the s-th of `splits` equal ranges), the
-// online-softmax partial result over that range: the running max m, the
-// sum l of exp(score - m) and the unnormalized weighted sum of V, written
-// to part[((b*heads + h)*splits + s)*(headDim + 2) + ...] as
-// acc[0..headDim), m, l. Grid (B, heads, splits), ATT_WARPS warps; warp w
-// takes positions w, w+ATT_WARPS, ... of the range.
-extern "C" __global__ void __launch_bounds__(32 * ATT_WARPS)
+// online-softmax partial result of each of the G = heads/kvHeads query
+// heads that share the KV head over that range: the running max m, the sum
+// l of exp(score - m) and the unnormalized weighted sum of V, written to
+// part[((b*heads + h)*splits + s)*(headDim + 2) + ...] as acc[0..headDim),
+// m, l. Grid (B, kvHeads, splits), ATT_THREADS threads.
+//
+// The range is walked in tiles of ATT_THREADS positions: each thread
+// computes the G scores of one position (its K row read once for all G
+// heads, every load independent of the others), one warp per head turns a
+// tile's scores into weights, and each thread accumulates weights times V
+// for its (head, dimension) slots, again with independent loads.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     attention_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
                    float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
                    int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
-  __shared__ float sm[ATT_WARPS], sl[ATT_WARPS];
-  __shared__ float sacc[ATT_WARPS][32 * ATT_MAXD];
-  const int b = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __shared__ float qs[ATT_MAXG * 32 * ATT_MAXD];
+  __shared__ float sc[ATT_MAXG][ATT_THREADS];
+  __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
+  const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int G = heads / kvHeads, kvdim = kvHeads * headDim;
   const int s = seq[b], p = pos[b];
-  float *o = part + (((size_t)b * heads + h) * splits + split) * (headDim + 2);
   int t0 = 0, t1 = 0; // positions [t0, t1) of this split
   if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
     const int per = (p + splits) / splits; // ceil((p+1)/splits)
     t0 = min(split * per, p + 1);
     t1 = min(t0 + per, p + 1);
   }
-  const int kvdim = kvHeads * headDim;
-  const int kvh = h / (heads / kvHeads);
-  const float *qh = q + ((size_t)b * heads + h) * headDim;
-  const float *K = kc + ((size_t)max(s, 0) * ctx) * kvdim + (size_t)kvh * headDim;
-  const float *V = vc + ((size_t)max(s, 0) * ctx) * kvdim + (size_t)kvh * headDim;
-  float qr[ATT_MAXD], acc[ATT_MAXD];
+  const float *qh = q + ((size_t)b * heads + (size_t)kvh * G) * headDim;
+  for (int i = tid; i < G * headDim; i += ATT_THREADS) qs[i] = qh[i] * scale;
+  if (tid < G) mS[tid] = -INFINITY, lS[tid] = 0.f;
+  const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  const int slots = G * headDim; // (head, dimension) pairs, ATT_SLOTS at most per thread
+  float acc[ATT_SLOTS];
 #pragma unroll
-  for (int i = 0; i < ATT_MAXD; i++) {
-    const int d = lane + 32 * i;
-    qr[i] = d < headDim && t1 > t0 ? qh[d] * scale : 0.f;
-    acc[i] = 0.f;
-  }
-  float m = -INFINITY, l = 0.f;
-  for (int t = t0 + warp; t < t1; t += ATT_WARPS) {
-    const float *kt = K + (size_t)t * kvdim;
-    float sc = 0.f;
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD; i++) {
-      const int d = lane + 32 * i;
-      if (d < headDim) sc += qr[i] * kt[d];
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, off);
-    const float mn = fmaxf(m, sc);
-    const float corr = expf(m - mn), e = expf(sc - mn);
-    l = l * corr + e;
-    const float *vt = V + (size_t)t * kvdim;
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD; i++) {
-      const int d = lane + 32 * i;
-      acc[i] = acc[i] * corr + (d < headDim ? e * vt[d] : 0.f);
-    }
-    m = mn;
-  }
-  if (lane == 0) sm[warp] = m, sl[warp] = l;
-#pragma unroll
-  for (int i = 0; i < ATT_MAXD; i++) sacc[warp][lane + 32 * i] = acc[i];
+  for (int k = 0; k < ATT_SLOTS; k++) acc[k] = 0.f;
   __syncthreads();
-  float M = -INFINITY;
+  for (int tt = t0; tt < t1; tt += ATT_THREADS) {
+    const int t = tt + tid;
+    float sg[ATT_MAXG];
 #pragma unroll
-  for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm[w]);
-  float f[ATT_WARPS];
+    for (int g = 0; g < ATT_MAXG; g++) sg[g] = 0.f;
+    if (t < t1) {
+      const float4 *kr = (const float4 *)(K + (size_t)t * kvdim);
+#pragma unroll 4
+      for (int i = 0; i < headDim / 4; i++) {
+        const float4 k4 = __ldg(kr + i);
 #pragma unroll
-  for (int w = 0; w < ATT_WARPS; w++) f[w] = sm[w] == -INFINITY ? 0.f : expf(sm[w] - M);
-  for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-    float v = 0.f;
+        for (int g = 0; g < ATT_MAXG; g++) {
+          if (g < G) {
+            const float4 q4 = *(const float4 *)(qs + g * headDim + 4 * i);
+            sg[g] += q4.x * k4.x + q4.y * k4.y + q4.z * k4.z + q4.w * k4.w;
+          }
+        }
+      }
+    }
 #pragma unroll
-    for (int w = 0; w < ATT_WARPS; w++) v += sacc[w][d] * f[w];
-    o[d] = v;
+    for (int g = 0; g < ATT_MAXG; g++)
+      if (g < G) sc[g][tid] = t < t1 ? sg[g] : -INFINITY;
+    __syncthreads();
+    for (int g = warp; g < G; g += ATT_THREADS / 32) {
+      float m = -INFINITY;
+      for (int j = lane; j < ATT_THREADS; j += 32) m = fmaxf(m, sc[g][j]);
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+      const float mOld = mS[g], mNew = fmaxf(mOld, m);
+      float sum = 0.f;
+      for (int j = lane; j < ATT_THREADS; j += 32) {
+        const float e = sc[g][j] == -INFINITY ? 0.f : expf(sc[g][j] - mNew);
+        sc[g][j] = e;
+        sum += e;
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      if (lane == 0) {
+        const float corr = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
+        corrS[g] = corr, lS[g] = lS[g] * corr + sum, mS[g] = mNew;
+      }
+    }
+    __syncthreads();
+    const int n = min(ATT_THREADS, t1 - tt);
+#pragma unroll
+    for (int k = 0; k < ATT_SLOTS; k++) {
+      const int idx = tid + k * ATT_THREADS;
+      if (idx < slots) {
+        const int g = idx / headDim, d = idx - g * headDim;
+        const float *vp = V + (size_t)tt * kvdim + d;
+        float a = acc[k] * corrS[g];
+#pragma unroll 8
+        for (int j = 0; j < n; j++) a += sc[g][j] * __ldg(vp + (size_t)j * kvdim);
+        acc[k] = a;
+      }
+    }
+    __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    float L = 0.f;
 #pragma unroll
-    for (int w = 0; w < ATT_WARPS; w++) L += sl[w] * f[w];
-    o[headDim] = M;
-    o[headDim + 1] = L;
+  for (int k = 0; k < ATT_SLOTS; k++) {
+    const int idx = tid + k * ATT_THREADS;
+    if (idx < slots) {
+      const int g = idx / headDim, d = idx - g * headDim;
+      part[(((size_t)b * heads + (size_t)kvh * G + g) * splits + split) * (headDim + 2) + d] = acc[k];
+    }
+  }
+  if (tid < G) {
+    float *o = part + (((size_t)b * heads + (size_t)kvh * G + tid) * splits + split) * (headDim + 2);
+    o[headDim] = mS[tid];
+    o[headDim + 1] = lS[tid];
   }
 }
 

@@ -9,8 +9,12 @@ import (
 	"llmserve/internal/cuda"
 )
 
-// MaxHeadDim is the largest head size the attention kernel takes.
+// MaxHeadDim is the largest head size the attention kernel takes; head
+// sizes must also be multiples of 4.
 const MaxHeadDim = 256
+
+// MaxGroup is the most query heads that may share one KV head.
+const MaxGroup = 8
 
 // DevKVCache is one layer's key and value cache on the device:
 // [MaxSeqs][Ctx][KVHeads*HeadDim] f32 each.
@@ -27,8 +31,8 @@ func (c DevKVCache) KVDim() int { return c.KVHeads * c.HeadDim }
 func (c DevKVCache) Bytes() int64 { return int64(c.MaxSeqs) * int64(c.Ctx) * int64(c.KVDim()) * 4 }
 
 func (c DevKVCache) check(op string) error {
-	if c.MaxSeqs < 1 || c.Ctx < 1 || c.KVHeads < 1 || c.HeadDim < 1 || c.HeadDim > MaxHeadDim || c.K == 0 || c.V == 0 {
-		return fmt.Errorf("kernels: %s: cache %d seqs × %d positions × %d heads of %d (head ≤ %d)",
+	if c.MaxSeqs < 1 || c.Ctx < 1 || c.KVHeads < 1 || c.HeadDim < 4 || c.HeadDim%4 != 0 || c.HeadDim > MaxHeadDim || c.K == 0 || c.V == 0 {
+		return fmt.Errorf("kernels: %s: cache %d seqs × %d positions × %d heads of %d (head a multiple of 4, ≤ %d)",
 			op, c.MaxSeqs, c.Ctx, c.KVHeads, c.HeadDim, MaxHeadDim)
 	}
 	return nil
@@ -70,17 +74,17 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	if err := c.check("attention"); err != nil {
 		return err
 	}
-	if heads < 1 || heads%c.KVHeads != 0 || q.Cols != heads*c.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
+	if heads < 1 || heads%c.KVHeads != 0 || heads/c.KVHeads > MaxGroup || q.Cols != heads*c.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
 		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
-		return fmt.Errorf("kernels: attention: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs",
-			q.Rows, q.Cols, out.Rows, out.Cols, heads, c.KVHeads, c.HeadDim, pos.Len, seq.Len)
+		return fmt.Errorf("kernels: attention: q %d×%d, out %d×%d, %d heads over %d KV heads of %d (at most %d per KV head), %d positions, %d seqs",
+			q.Rows, q.Cols, out.Rows, out.Cols, heads, c.KVHeads, c.HeadDim, MaxGroup, pos.Len, seq.Len)
 	}
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
 	}
 	splits := attentionSplits(c)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	if err := d.launch("attention_part", cuda.Dim3{X: q.Rows, Y: heads, Z: splits}, cuda.Dim3{X: 128}, 0,
+	if err := d.launch("attention_part", cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, 0,
 		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
 		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale)); err != nil {
 		return err

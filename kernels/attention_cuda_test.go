@@ -19,6 +19,7 @@ func TestKVStoreAttention(t *testing.T) {
 		{2, 1, 256, 70},
 		{3, 1, 80, 33},
 		{16, 4, 128, 2048},
+		{8, 1, 64, 8192}, // 8 heads per KV head; 256 positions per split: two tiles
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d_kv%d_d%d", c.heads, c.kvHeads, c.headDim), func(t *testing.T) {

@@ -70,8 +70,9 @@ func refProduct(typ gguf.Type, data []byte, rows, cols int, x []float32) []float
 
 // TestMatVecFused checks every fusion (RMSNorm of the input, three
 // matrices of mixed types with biases, the residual add, gate/up with
-// SwiGLU) against the f64 reference, on the 8-bit kernels (B ≤ 8) and the
-// f32 ones (B > 8, float and other quantized types).
+// SwiGLU) against the f64 reference, on the 8-bit kernels (one warp or
+// several per row pair) and the f32 ones (float and other quantized
+// types, and mixes of types the 8-bit kernels split).
 func TestMatVecFused(t *testing.T) {
 	type mix struct {
 		name  string
@@ -82,6 +83,7 @@ func TestMatVecFused(t *testing.T) {
 		{"kquants", [3]gguf.Type{gguf.TypeQ4_K, gguf.TypeQ4_K, gguf.TypeQ6_K}, 512},
 		{"q5k-q8", [3]gguf.Type{gguf.TypeQ5_K, gguf.TypeQ8_0, gguf.TypeQ4_0}, 256},
 		{"legacy", [3]gguf.Type{gguf.TypeQ8_0, gguf.TypeQ8_0, gguf.TypeQ8_0}, 448},
+		{"long-rows", [3]gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0}, 8192}, // several warps per row pair
 		{"q5_0", [3]gguf.Type{gguf.TypeQ5_0, gguf.TypeQ5_0, gguf.TypeQ5_0}, 448},
 		{"f16", [3]gguf.Type{gguf.TypeF16, gguf.TypeF16, gguf.TypeF16}, 448},
 		{"f32-odd", [3]gguf.Type{gguf.TypeF32, gguf.TypeF32, gguf.TypeF32}, 172},
@@ -158,35 +160,40 @@ func TestMatVecFused(t *testing.T) {
 	}
 }
 
-// TestMatVecBatchConsistent checks that a row of x gives the same product
-// alone (the 8-bit kernel) and inside a batch of 13 (the f32 kernel): the
-// input is normalized and quantized bit for bit alike, so only the order of
-// sums differs.
+// TestMatVecBatchConsistent checks that a row of x gives the same bits
+// alone and inside batches of 3 and 13 on the 8-bit kernels: each column
+// is normalized, quantized and summed alike whatever the batch.
 func TestMatVecBatchConsistent(t *testing.T) {
 	for _, typ := range mvqTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(typ)))
 			g := newBuffers(t)
-			rows, cols, B := 96, 1024, 13
+			rows, cols := 96, 1024
 			data := randomRows(rng, typ, rows, cols)
 			w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
-			x := randF32(rng, B*cols)
+			x := randF32(rng, 13*cols)
 			norm := g.f32(randF32(rng, cols), 1, cols)
-			all := g.poisoned(B, rows)
-			if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{{W: w, Y: all}}, X: g.f32(x, B, cols), Norm: norm, Eps: 1e-6}); err != nil {
-				t.Fatal(err)
-			}
-			got := read(t, all)
-			for _, b := range []int{0, 5, 12} {
+			alone := make([][]float32, 13)
+			for b := range alone {
 				one := g.poisoned(1, rows)
 				if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{{W: w, Y: one}}, X: g.f32(x[b*cols:(b+1)*cols], 1, cols), Norm: norm, Eps: 1e-6}); err != nil {
 					t.Fatal(err)
 				}
-				want := make([]float64, rows)
-				for i, v := range got[b*rows : (b+1)*rows] {
-					want[i] = float64(v)
+				alone[b] = read(t, one)
+			}
+			for _, B := range []int{3, 13} {
+				all := g.poisoned(B, rows)
+				if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{{W: w, Y: all}}, X: g.f32(x[:B*cols], B, cols), Norm: norm, Eps: 1e-6}); err != nil {
+					t.Fatal(err)
 				}
-				checkNMSE(t, fmt.Sprintf("row %d alone vs in a batch of %d", b, B), read(t, one), want, 1e-11)
+				got := read(t, all)
+				for b := 0; b < B; b++ {
+					for r := 0; r < rows; r++ {
+						if math.Float32bits(got[b*rows+r]) != math.Float32bits(alone[b][r]) {
+							t.Fatalf("batch of %d, column %d, row %d: %g, alone %g", B, b, r, got[b*rows+r], alone[b][r])
+						}
+					}
+				}
 			}
 		})
 	}

@@ -28,11 +28,8 @@ const matvecWarps = 8
 // and mvq.cu).
 var matvecTiles = []int{1, 2, 4, 8}
 
-// mvqTypes are the types the 8-bit kernels of mvq.cu read, at batch sizes
-// up to mvqMaxBatch.
+// mvqTypes are the types the 8-bit kernels of mvq.cu read.
 var mvqTypes = []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
-
-const mvqMaxBatch = 8
 
 // SupportsType says whether MatVec and GetRows read weights of type t.
 func SupportsType(t gguf.Type) bool { return slices.Contains(matvecTypes, t) }
@@ -106,8 +103,9 @@ type MatVecSeg struct {
 //     two cannot be computed in one launch.
 //
 // For quantized weights the input is rounded to 8 bits in blocks of 32
-// values (d = max|v|/127) on every path, so results do not depend on the
-// kernel a batch size picks beyond the order of sums.
+// values (d = max|v|/127) on every path. On the 8-bit kernels (the common
+// quantized types) a column's result does not depend on the batch; on the
+// f32 ones the order of sums may differ with the batch size.
 type MatVecOp struct {
 	Segs       []MatVecSeg
 	X          DevF32
@@ -202,13 +200,12 @@ func (op *MatVecOp) rowsEven() bool {
 	return true
 }
 
-// mvqFits says whether op runs on the 8-bit kernels: their types, at most
-// mvqMaxBatch columns, rows of whole 64-value groups, an even number of
-// rows per matrix, one type for gate and up, and the staged input within
-// the device's shared memory.
+// mvqFits says whether op runs on the 8-bit kernels: their types, rows of
+// whole 64-value groups, an even number of rows per matrix, one type for
+// gate and up, and the staged input within the device's shared memory.
 func (d *Device) mvqFits(op MatVecOp) bool {
 	B, cols := op.X.Rows, op.X.Cols
-	if B > mvqMaxBatch || cols%64 != 0 || !op.rowsEven() || mvqShared(tile(B), cols) > d.maxShared {
+	if cols%64 != 0 || !op.rowsEven() || mvqShared(tile(B), cols) > d.maxShared {
 		return false
 	}
 	for _, s := range op.Segs {
@@ -236,9 +233,9 @@ func tile(B int) int {
 	return 8
 }
 
-// launchMatVec launches one fused product: on mvq_<NB> (one block column,
-// blocks looping over row pairs) or on matvec_<TYPE>_<NB> (a grid over
-// batch tiles and rows).
+// launchMatVec launches one fused product: on mvq_<NB> (a grid of blocks
+// looping over row pairs, by batch tiles) or on matvec_<TYPE>_<NB> (a grid
+// over batch tiles and rows).
 func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	B, cols := op.X.Rows, op.X.Cols
 	args := make([]cuda.Arg, 0, 26)
@@ -256,16 +253,17 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	if op.GLU {
 		total = op.Segs[0].W.Rows
 	}
+	pairs := total
+	if !op.GLU {
+		pairs = total / 2
+	}
+	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)))
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
 	nb := tile(B)
 	if mvq {
-		pairs := total
-		if !op.GLU {
-			pairs = total / 2
-		}
-		blocks := min(ceilDiv(pairs, matvecWarps), 4*d.ctx.Multiprocessors())
-		return d.launch("mvq_"+strconv.Itoa(nb), cuda.Dim3{X: blocks}, cuda.Dim3{X: 32 * matvecWarps}, mvqShared(nb, cols), args...)
+		blocks := min(ceilDiv(pairs*wpr, matvecWarps), 4*d.ctx.Multiprocessors())
+		return d.launch("mvq_"+strconv.Itoa(nb), cuda.Dim3{X: blocks, Y: ceilDiv(B, nb)}, cuda.Dim3{X: 32 * matvecWarps}, mvqShared(nb, cols), args...)
 	}
 	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
 	name := kernel + "_" + strconv.Itoa(nb)
@@ -277,6 +275,19 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		rowsPerWarp = 2
 	}
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, nb), Y: ceilDiv(total, matvecWarps*rowsPerWarp)}, cuda.Dim3{X: 32 * matvecWarps}, 0, args...)
+}
+
+// warpsPerPair is how many warps of mvq.cu share a row pair: more when the
+// matrix has too few rows to give every SM 32 warps and its rows are long
+// enough to split in tiles of 32 groups of 64 values. It depends on the
+// shape only, so every batch size sums in the same order.
+func warpsPerPair(pairs, cols, sms int) int {
+	tiles := ceilDiv(cols/64, 32)
+	w := 1
+	for w < matvecWarps && 2*w <= tiles && pairs*w < 32*sms {
+		w *= 2
+	}
+	return w
 }
 
 func boolInt(b bool) int {

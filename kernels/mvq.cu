@@ -1,6 +1,7 @@
 // mvq.cu: fused products (fused.cuh) for the common quantized types
-// (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) at batch sizes up to 8, with the input
-// quantized to 8 bits once per block and integer dot products (dp4a).
+// (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K), with the input quantized to 8 bits once
+// per block and integer dot products (dp4a). Block row y takes batch
+// columns [NB*y, NB*y+NB).
 //
 // The whole input is staged in shared memory first (normalized and
 // quantized): for column b, xq holds the 8-bit values and xd the scales.
@@ -14,7 +15,8 @@
 // of its two 32-value blocks and d times their sums of q.
 //
 // Blocks loop over row pairs (grid-stride), so the staging is paid once per
-// block, not once per row.
+// block, not once per row. A column's result does not depend on the other
+// columns of the batch: every batch size gives a token the same bits.
 #include "fused.cuh"
 
 // G64 is one 64-value group of a weight row: its values as signed bytes,
@@ -177,12 +179,13 @@ static __device__ __forceinline__ float group_dot(const G64 &w, const int4 *xp, 
 }
 
 // row_pair accumulates the dot products of rows ra and rb with the nb
-// staged input columns into acc.
+// staged input columns into acc, over groups first, first+step, ...
 template <int T, int NB>
 static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t *rb, int cols, int nb,
-                                                const int4 *xq, const float4 *xd, float acc[2][NB]) {
-  const int G = cols >> 6, lane = threadIdx.x & 31;
-  for (int g = lane; g < G; g += 32) {
+                                                const int4 *xq, const float4 *xd, int first, int step,
+                                                float acc[2][NB]) {
+  const int G = cols >> 6;
+  for (int g = first; g < G; g += step) {
     G64 wa, wb;
     Group<T>::load(ra, g, wa);
     Group<T>::load(rb, g, wb);
@@ -199,12 +202,13 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
   }
 }
 
-// stage_q8 writes the B columns of the (normalized) input to shared memory
-// as 8-bit values and scales, in the layout described at the top.
-static __device__ __forceinline__ void stage_q8(const MVArgs &a, uint32_t *xq, float2 *xd, float *red) {
+// stage_q8 writes columns b0..b0+nb of the (normalized) input to shared
+// memory as 8-bit values and scales, in the layout described at the top.
+static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb, uint32_t *xq, float2 *xd,
+                                                float *red) {
   const int cols = a.cols, n4 = cols >> 2;
-  for (int b = 0; b < a.B; b++) {
-    const float *xr = a.x + (size_t)b * cols;
+  for (int b = 0; b < nb; b++) {
+    const float *xr = a.x + (size_t)(b0 + b) * cols;
     const float scale = a.norm != nullptr ? rms_scale(xr, cols, a.eps, red) : 1.f;
     for (int t0 = 0; t0 < n4; t0 += MV_THREADS) {
       const int t = t0 + threadIdx.x;
@@ -229,50 +233,78 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   const int cols = a.cols;
   int4 *xq = smem;
   float4 *xd = (float4 *)(smem + (size_t)NB * (cols >> 4));
-  stage_q8(a, (uint32_t *)xq, (float2 *)xd, red);
+  const int b0 = blockIdx.y * NB, nb = min(NB, a.B - b0);
+  stage_q8(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   __syncthreads();
-  const int lane = threadIdx.x & 31, total = mv_rows(a), nb = a.B;
-  for (int pi = blockIdx.x * MV_WARPS + (threadIdx.x >> 5);; pi += gridDim.x * MV_WARPS) {
-    int s, r;
-    const uint8_t *ra, *rb;
-    int type;
-    if (a.glu) {
-      if (pi >= total) break;
-      s = 0, r = pi, type = a.s0.type;
-      ra = a.s0.W + (size_t)r * a.s0.rowBytes, rb = a.s1.W + (size_t)r * a.s1.rowBytes;
-    } else {
-      if (2 * pi >= total) break;
-      s = mv_locate(a, 2 * pi, &r);
-      const MVSeg sg = mv_seg(a, s);
-      type = sg.type;
-      ra = sg.W + (size_t)r * sg.rowBytes, rb = ra + sg.rowBytes;
-    }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, total = mv_rows(a);
+  // W warps share a row pair, each taking every W-th tile of 32 groups;
+  // their sums meet in shared memory in a fixed order.
+  const int W = a.wpr, sub = warp % W, per = MV_WARPS / W;
+  const int pairs = a.glu ? total : total / 2;
+  __shared__ float part[MV_WARPS][2][NB];
+  for (int base = blockIdx.x * per; base < pairs; base += gridDim.x * per) {
+    const int pi = base + warp / W;
+    const bool on = pi < pairs;
+    int s = 0, r = 0;
     float acc[2][NB];
 #pragma unroll
     for (int b = 0; b < NB; b++) acc[0][b] = acc[1][b] = 0.f;
-    switch (type) {
-    case T_Q4_K: row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
-    case T_Q6_K: row_pair<T_Q6_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
-    case T_Q5_K: row_pair<T_Q5_K, NB>(ra, rb, cols, nb, xq, xd, acc); break;
-    case T_Q8_0: row_pair<T_Q8_0, NB>(ra, rb, cols, nb, xq, xd, acc); break;
-    case T_Q4_0: row_pair<T_Q4_0, NB>(ra, rb, cols, nb, xq, xd, acc); break;
-    }
+    if (on) {
+      const uint8_t *ra, *rb;
+      int type;
+      if (a.glu) {
+        r = pi, type = a.s0.type;
+        ra = a.s0.W + (size_t)r * a.s0.rowBytes, rb = a.s1.W + (size_t)r * a.s1.rowBytes;
+      } else {
+        s = mv_locate(a, 2 * pi, &r);
+        const MVSeg sg = mv_seg(a, s);
+        type = sg.type;
+        ra = sg.W + (size_t)r * sg.rowBytes, rb = ra + sg.rowBytes;
+      }
+      const int first = sub * 32 + lane, step = 32 * W;
+      switch (type) {
+      case T_Q4_K: row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q6_K: row_pair<T_Q6_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q5_K: row_pair<T_Q5_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q8_0: row_pair<T_Q8_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q4_0: row_pair<T_Q4_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      }
 #pragma unroll
-    for (int b = 0; b < NB; b++) {
+      for (int b = 0; b < NB; b++) {
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        acc[0][b] += __shfl_xor_sync(0xffffffffu, acc[0][b], off);
-        acc[1][b] += __shfl_xor_sync(0xffffffffu, acc[1][b], off);
+        for (int off = 16; off > 0; off >>= 1) {
+          acc[0][b] += __shfl_xor_sync(0xffffffffu, acc[0][b], off);
+          acc[1][b] += __shfl_xor_sync(0xffffffffu, acc[1][b], off);
+        }
       }
     }
+    if (W > 1) {
+      if (on && lane == 0) {
+#pragma unroll
+        for (int b = 0; b < NB; b++) part[warp][0][b] = acc[0][b], part[warp][1][b] = acc[1][b];
+      }
+      __syncthreads();
+      if (on && sub == 0 && lane < nb) {
+        float g0 = 0.f, g1 = 0.f;
+        for (int w = warp; w < warp + W; w++) g0 += part[w][0][lane], g1 += part[w][1][lane];
+        if (a.glu) {
+          mv_store_glu(a, r, b0 + lane, g0, g1);
+        } else {
+          mv_store(a, s, r, b0 + lane, g0);
+          mv_store(a, s, r + 1, b0 + lane, g1);
+        }
+      }
+      __syncthreads();
+      continue;
+    }
 #pragma unroll
     for (int b = 0; b < NB; b++) {
-      if (lane != b || b >= nb) continue;
+      if (!on || lane != b || b >= nb) continue;
       if (a.glu) {
-        mv_store_glu(a, r, b, acc[0][b], acc[1][b]);
+        mv_store_glu(a, r, b0 + b, acc[0][b], acc[1][b]);
       } else {
-        mv_store(a, s, r, b, acc[0][b]);
-        mv_store(a, s, r + 1, b, acc[1][b]);
+        mv_store(a, s, r, b0 + b, acc[0][b]);
+        mv_store(a, s, r + 1, b0 + b, acc[1][b]);
       }
     }
   }

@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -52,20 +53,22 @@ func WriteKernelTable(w io.Writer, ts []KernelTime) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f%%\t\n", t.Kernel, layer, t.Op, t.Micros, 100*t.Share)
 		total += t.Micros
-		if _, ok := byKernel[t.Kernel]; !ok {
-			order = append(order, t.Kernel)
+		key := t.Kernel + "\t" + t.Op
+		if _, ok := byKernel[key]; !ok {
+			order = append(order, key)
 		}
-		byKernel[t.Kernel] += t.Micros
+		byKernel[key] += t.Micros
 	}
 	fmt.Fprintf(tw, "total\t\t%d launches\t%.1f\t100%%\t\n", len(ts), total)
 	fmt.Fprintln(tw, "\t\t\t\t\t")
-	fmt.Fprintln(tw, "kernel\t\tall layers\tµs\tshare\t")
+	fmt.Fprintln(tw, "kernel\tall layers\top\tµs\tshare\t")
 	for _, k := range order {
 		share := 0.0
 		if total > 0 {
 			share = byKernel[k] / total
 		}
-		fmt.Fprintf(tw, "%s\t\t\t%.1f\t%.1f%%\t\n", k, byKernel[k], 100*share)
+		kernel, op, _ := strings.Cut(k, "\t")
+		fmt.Fprintf(tw, "%s\t\t%s\t%.1f\t%.1f%%\t\n", kernel, op, byKernel[k], 100*share)
 	}
 	return tw.Flush()
 }

@@ -54,10 +54,11 @@ func (d *Device) KVStore(c DevKVCache, k, v DevF32, pos, seq DevI32) error {
 }
 
 // attentionSplits is how many ranges the positions of one token's
-// attention are split into (one block each): enough to fill the device at
-// long contexts. It depends on the cache size only, so a captured graph
-// stays valid as sequences grow.
-func attentionSplits(c DevKVCache) int { return min(max(c.Ctx/64, 1), 32) }
+// attention are split into (one block per KV head each): about 16
+// positions per range up to 64 ranges, so that even one token's step has
+// blocks for every SM and each block a short walk. It depends on the cache
+// size only, so a captured graph stays valid as sequences grow.
+func attentionSplits(c DevKVCache) int { return min(max(c.Ctx/16, 1), 64) }
 
 // AttentionScratch is the number of floats of scratch Attention needs for
 // rows tokens of heads heads.

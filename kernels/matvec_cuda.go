@@ -138,10 +138,16 @@ func (d *Device) MatVecFused(op MatVecOp) error {
 	if sameType && !(op.GLU && elem) && op.rowsEven() {
 		return d.launchMatVec(op, false)
 	}
-	// One launch per matrix.
+	// One product per matrix.
 	for _, s := range op.Segs {
 		one := op
 		one.Segs, one.GLU = []MatVecSeg{s}, false
+		if d.mvqFits(one) {
+			if err := d.launchMatVec(one, true); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := d.launchMatVec(one, false); err != nil {
 			return err
 		}
@@ -204,8 +210,7 @@ func (op *MatVecOp) rowsEven() bool {
 // whole 64-value groups, an even number of rows per matrix, one type for
 // gate and up, and the staged input within the device's shared memory.
 func (d *Device) mvqFits(op MatVecOp) bool {
-	B, cols := op.X.Rows, op.X.Cols
-	if cols%64 != 0 || !op.rowsEven() || mvqShared(tile(B), cols) > d.maxShared {
+	if op.X.Cols%64 != 0 || !op.rowsEven() || d.mvqTile(op.X.Rows, op.X.Cols) == 0 {
 		return false
 	}
 	for _, s := range op.Segs {
@@ -217,8 +222,20 @@ func (d *Device) mvqFits(op MatVecOp) bool {
 }
 
 // mvqShared is the dynamic shared memory of mvq_<nb>: nb columns of 8-bit
-// values and a (d, s) pair per 32 values.
-func mvqShared(nb, cols int) int { return nb*cols + nb*cols/32*8 }
+// values, each padded to a multiple of 2048 (xs16 in mvq.cu), and a (d, s)
+// pair per 32 values.
+func mvqShared(nb, cols int) int { return nb*ceilDiv(cols, 2048)*2048 + nb*cols/32*8 }
+
+// mvqTile is the batch-column tile (NB) of mvq_<NB> for B columns of
+// cols values: tile(B), halved until the staged input fits the shared
+// memory; 0 when not even one column fits.
+func (d *Device) mvqTile(B, cols int) int {
+	nb := tile(B)
+	for nb > 0 && mvqShared(nb, cols) > d.maxShared {
+		nb /= 2
+	}
+	return nb
+}
 
 // tile is the batch-column tile (NB) for B columns.
 func tile(B int) int {
@@ -262,6 +279,7 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
 	nb := tile(B)
 	if mvq {
+		nb = d.mvqTile(B, cols)
 		blocks := min(ceilDiv(pairs*wpr, matvecWarps), 4*d.ctx.Multiprocessors())
 		return d.launch("mvq_"+strconv.Itoa(nb), cuda.Dim3{X: blocks, Y: ceilDiv(B, nb)}, cuda.Dim3{X: 32 * matvecWarps}, mvqShared(nb, cols), args...)
 	}

@@ -178,6 +178,10 @@ static __device__ __forceinline__ float group_dot(const G64 &w, const int4 *xp, 
          xd.z * (w.c[2] * (float)is[2] + w.c[3] * (float)is[3]) - (w.m[0] * xd.y + w.m[1] * xd.w);
 }
 
+// xs16 is the int4s of staged 8-bit values per column: the values padded
+// to whole tiles of 32 groups (2048 values).
+static __device__ __forceinline__ int xs16(int cols) { return ((cols + 2047) >> 11) * 128; }
+
 // row_pair accumulates the dot products of rows ra and rb with the nb
 // staged input columns into acc, over groups first, first+step, ...
 template <int T, int NB>
@@ -193,7 +197,7 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
 #pragma unroll
     for (int b = 0; b < NB; b++) {
       if (b < nb) {
-        const int4 *xp = xq + (size_t)b * (cols >> 4) + piece0;
+        const int4 *xp = xq + (size_t)b * xs16(cols) + piece0;
         const float4 x4 = xd[(size_t)b * G + g];
         acc[0][b] += group_dot(wa, xp, x4);
         acc[1][b] += group_dot(wb, xp, x4);
@@ -219,7 +223,7 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
       const uint32_t q = q8_quad(v, &d, &qs);
       if (in) {
         const int g = t >> 4, w = t & 15;
-        xq[(size_t)b * n4 + ((((g >> 5) * 4 + (w >> 2)) * 32 + (g & 31)) << 2) + (w & 3)] = q;
+        xq[((size_t)b * xs16(cols) + ((g >> 5) * 4 + (w >> 2)) * 32 + (g & 31)) * 4 + (w & 3)] = q;
         if ((t & 7) == 0) xd[(size_t)b * (cols >> 5) + (t >> 3)] = make_float2(d, d * (float)qs);
       }
     }
@@ -232,7 +236,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   __shared__ float red[MV_WARPS];
   const int cols = a.cols;
   int4 *xq = smem;
-  float4 *xd = (float4 *)(smem + (size_t)NB * (cols >> 4));
+  float4 *xd = (float4 *)(smem + (size_t)NB * xs16(cols));
   const int b0 = blockIdx.y * NB, nb = min(NB, a.B - b0);
   stage_q8(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   __syncthreads();

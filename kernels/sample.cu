@@ -88,7 +88,17 @@ static __device__ __forceinline__ float block_scan(float v, float *scan, float *
 static __device__ __forceinline__ int argmax_row(const float *x, int n, float *redf, int *redi) {
   float best = -INFINITY;
   int idx = n;
-  for (int i = threadIdx.x; i < n; i += SAMPLE_THREADS) {
+  // Four values per load where the row allows, several loads in flight.
+  const int n4 = ((uintptr_t)x & 15) == 0 ? n / 4 : 0;
+#pragma unroll 8
+  for (int i = threadIdx.x; i < n4; i += SAMPLE_THREADS) {
+    const float4 v = __ldg((const float4 *)x + i);
+    if (v.x > best) best = v.x, idx = 4 * i;
+    if (v.y > best) best = v.y, idx = 4 * i + 1;
+    if (v.z > best) best = v.z, idx = 4 * i + 2;
+    if (v.w > best) best = v.w, idx = 4 * i + 3;
+  }
+  for (int i = 4 * n4 + threadIdx.x; i < n; i += SAMPLE_THREADS) {
     const float v = x[i];
     if (v > best || (v == best && i < idx)) best = v, idx = i;
   }

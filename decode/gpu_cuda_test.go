@@ -217,7 +217,9 @@ func TestGPUPick(t *testing.T) {
 		us := make([]float32, len(params))
 		for s, p := range params {
 			b.Add(tok, int32(step), int32(s), true)
-			smp, err := NewSampler(SamplerParams{Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP, Seed: uint64(step*10 + s)}, V)
+			sp := p
+			sp.Seed = uint64(step*10 + s)
+			smp, err := NewSampler(sp, V)
 			if err != nil {
 				t.Fatal(err)
 			}

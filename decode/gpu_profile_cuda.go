@@ -8,12 +8,12 @@ import (
 
 var _ StepProfiler = (*GPUEngine)(nil)
 
-// ProfileStep runs b (at most 64 tokens) as one step with its kernels
-// launched one by one, each between two timing events, and returns every
-// launch's device time in launch order. The step is real: it writes b's
-// tokens into the KV cache as Forward does. Kernels shorter than the host's
-// launch overhead (a few µs) read high, since the device waits for them.
-// Like Forward, it must not run concurrently with another step.
+// ProfileStep runs b (at most 64 tokens) as one step, captured in a graph
+// with a timing event after every kernel, and returns every kernel's
+// device time in launch order, as a graph replay runs them (one event node
+// between kernels adds about a microsecond to each). The step is real: it
+// writes b's tokens into the KV cache as Forward does. Like Forward, it
+// must not run concurrently with another step.
 func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 	// Check b as Forward does, without asking for logits.
 	probe := Batch{Tokens: b.Tokens, Pos: b.Pos, Seq: b.Seq, Logits: make([]bool, len(b.Logits))}
@@ -34,14 +34,25 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 		if err != nil {
 			return err
 		}
-		e.dev.StartProfile()
-		serr := e.eagerStep(B)
-		launches, perr := e.dev.StopProfile()
-		if serr != nil {
-			return serr
+		// The step is captured with an event after every kernel and
+		// replayed twice (the first replay loads the kernels' code); the
+		// events of the second give each kernel's device time as a graph
+		// replay runs it, with no host in between.
+		e.dev.StartProfile(true)
+		g, cerr := e.dev.Context().Capture(func() error { return e.step(B) })
+		e.dev.EndProfile()
+		if cerr != nil {
+			return cerr
 		}
-		if perr != nil {
-			return perr
+		defer g.Destroy()
+		for range 2 {
+			if err := g.Launch(); err != nil {
+				return err
+			}
+		}
+		launches, err := e.dev.StopProfile()
+		if err != nil {
+			return err
 		}
 		var total float64
 		for _, l := range launches {

@@ -17,34 +17,43 @@ type LaunchTime struct {
 	Micros float64
 }
 
-// profile records a pair of events around every launch while a profile
-// is being taken.
+// profile records an event before the first launch and after every launch
+// while a profile is being taken.
 type profile struct {
-	events   []*cuda.Event // [2*len(launches)] start and end of each launch; reused across profiles
+	events   []*cuda.Event // [len(launches)+1]: the start, then the end of each launch; reused across profiles
 	launches []LaunchTime  // in launch order, Micros filled by StopProfile
+	captured bool          // the launches are being captured into a graph
 }
 
 // Label names the operation the following launches belong to, for
 // profiles; it costs nothing when no profile is being taken.
 func (d *Device) Label(layer int, op string) { d.layer, d.op = layer, op }
 
-// StartProfile makes every following launch record a pair of timing events
-// on the stream, until StopProfile. Launches are timed one by one, so a
-// profile is meant for eager launches, not for graph capture.
-func (d *Device) StartProfile() {
+// StartProfile makes every following launch record a timing event after
+// it (and the first one before it), until StopProfile. With captured set,
+// the launches are being captured into a graph: the events become event
+// record nodes, and replaying the graph times every kernel with no host
+// in between. Without it, the time of a launch includes any wait of the
+// device for the host to queue the kernel, so kernels shorter than the
+// host's launch overhead read high.
+func (d *Device) StartProfile(captured bool) {
 	if d.prof == nil {
 		d.prof = &profile{}
 	}
 	d.prof.launches = d.prof.launches[:0]
+	d.prof.captured = captured
 	d.profiling = true
 }
 
-// StopProfile waits for the profiled work and returns each launch's device
-// time, in launch order. The time between a launch's events includes any
-// wait of the device for the host to queue the kernel, so kernels shorter
-// than the host's launch overhead read high.
+// EndProfile stops recording events, for a profile whose graph is then
+// replayed before StopProfile reads the times.
+func (d *Device) EndProfile() { d.profiling = false }
+
+// StopProfile waits for the profiled work (the eager launches, or the
+// replay of their graph) and returns each launch's device time, in launch
+// order.
 func (d *Device) StopProfile() ([]LaunchTime, error) {
-	if !d.profiling {
+	if d.prof == nil {
 		return nil, errors.New("kernels: profile: not started")
 	}
 	d.profiling = false
@@ -53,7 +62,7 @@ func (d *Device) StopProfile() ([]LaunchTime, error) {
 	}
 	out := make([]LaunchTime, len(d.prof.launches))
 	for i, l := range d.prof.launches {
-		dt, err := d.prof.events[2*i+1].Since(d.prof.events[2*i])
+		dt, err := d.prof.events[i+1].Since(d.prof.events[i])
 		if err != nil {
 			return nil, fmt.Errorf("kernels: profile: launch %d (%s): %w", i, l.Kernel, err)
 		}
@@ -76,24 +85,33 @@ func (d *Device) closeProfile() error {
 	return errors.Join(errs...)
 }
 
-// profiledLaunch launches k between two recorded events.
+// profiledLaunch launches k and records an event after it (and one before
+// it when it is the first).
 func (d *Device) profiledLaunch(k *cuda.Kernel, grid, block cuda.Dim3, shared int, args ...cuda.Arg) error {
 	p := d.prof
 	i := len(p.launches)
-	for len(p.events) < 2*(i+1) {
+	for len(p.events) < i+2 {
 		ev, err := d.ctx.NewEvent()
 		if err != nil {
 			return fmt.Errorf("kernels: profile %s: %w", k.Name(), err)
 		}
 		p.events = append(p.events, ev)
 	}
-	if err := p.events[2*i].Record(); err != nil {
-		return fmt.Errorf("kernels: profile %s: %w", k.Name(), err)
+	record := func(ev *cuda.Event) error {
+		if p.captured {
+			return ev.RecordInCapture()
+		}
+		return ev.Record()
+	}
+	if i == 0 {
+		if err := record(p.events[0]); err != nil {
+			return fmt.Errorf("kernels: profile %s: %w", k.Name(), err)
+		}
 	}
 	if err := k.Launch(grid, block, shared, args...); err != nil {
 		return err
 	}
-	if err := p.events[2*i+1].Record(); err != nil {
+	if err := record(p.events[i+1]); err != nil {
 		return fmt.Errorf("kernels: profile %s: %w", k.Name(), err)
 	}
 	p.launches = append(p.launches, LaunchTime{Kernel: k.Name(), Layer: d.layer, Op: d.op})

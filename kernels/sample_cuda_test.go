@@ -13,9 +13,9 @@ import (
 )
 
 // refPick picks a token from x with p in f64, in the order of sample.cu's
-// chain; margin is how close (as a share of the total weight) the draw or
-// the top-p cut came to a boundary, where f32 sums may rightly decide
-// otherwise.
+// chain; margin is how close the draw came to an edge of the picked
+// token's interval (as a share of the total weight), or the top-p mass
+// to p at the cut, where f32 sums may rightly decide otherwise.
 func refPick(x []float32, p Pick) (tok int32, margin float64) {
 	best := 0
 	for i, v := range x {
@@ -56,9 +56,10 @@ func refPick(x []float32, p Pick) (tok int32, margin float64) {
 		}
 		var cum float64
 		for k, i := range ids {
+			before := cum
 			cum += math.Exp(float64(x[i])-mx) / z
-			margin = min(margin, math.Abs(cum-float64(p.TopP)))
 			if cum >= float64(p.TopP) {
+				margin = min(margin, float64(p.TopP)-before, cum-float64(p.TopP))
 				ids = ids[:k+1]
 				break
 			}
@@ -85,20 +86,21 @@ func refPick(x []float32, p Pick) (tok int32, margin float64) {
 	target := float64(p.U) * total
 	var cum float64
 	tok = int32(ids[len(ids)-1])
-	found := false
 	for k, i := range ids {
+		before := cum
 		cum += w[k]
-		margin = min(margin, math.Abs(cum-target)/total)
-		if !found && target < cum {
-			tok, found = int32(i), true
+		if target < cum {
+			return int32(i), min(margin, (target-before)/total, (cum-target)/total)
 		}
 	}
-	return tok, margin
+	return tok, 0
 }
 
 // TestSample checks the device's picks against refPick over many rows and
-// parameter sets; a row whose draw falls within 1e-5 of a boundary may
-// differ and is not compared (the test fails if more than 2% are skipped).
+// parameter sets; a row whose draw falls within 1e-5 of an edge of the
+// picked token's interval may differ and is not compared (the test fails
+// if more than half the rows are skipped: a flat distribution over a large
+// vocabulary has narrow intervals).
 func TestSample(t *testing.T) {
 	params := []Pick{
 		{Mode: PickGreedy},
@@ -115,7 +117,7 @@ func TestSample(t *testing.T) {
 			t.Run(fmt.Sprintf("n%d/params%d", n, pi), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(n), uint64(pi)))
 				g := newBuffers(t)
-				rows := 16
+				rows := 64
 				x := make([]float32, rows*n)
 				for i := range x {
 					x[i] = float32(rng.NormFloat64() * 3)
@@ -151,7 +153,8 @@ func TestSample(t *testing.T) {
 						t.Errorf("row %d (u %.6f): picked %d, want %d", r, picks[r].U, got[r], want)
 					}
 				}
-				if skipped > rows/50 {
+				t.Logf("%d of %d rows compared", rows-skipped, rows)
+				if skipped > rows/2 {
 					t.Errorf("%d of %d rows too close to a boundary to compare", skipped, rows)
 				}
 			})

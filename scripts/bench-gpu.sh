@@ -15,7 +15,10 @@
 # weights read per step, from `llmserve inspect`; times the tokens per step:
 # B for decoding, 64 for a prompt, which runs in chunks of 64) and beside
 # llama.cpp's figure on the same H200 (../shared/CUDA.md), plus the wall
-# time of the synthesis. Full logs go to LOGDIR (default .gpu/logs); a short
+# time of the synthesis. Each rate is the best of 3 runs. The log of each
+# model also holds the device time of every kernel of one decode step at
+# position 512 (`bench --profile`: a graph replay with an event after every
+# kernel). Full logs go to LOGDIR (default .gpu/logs); a short
 # table of everything is printed last.
 #
 # Arguments: models as shape/type (default: 1b/Q4_K_M 1b/Q8_0 1b/F16
@@ -102,8 +105,8 @@ for i in "${!MODELS[@]}"; do
 	batches=$BATCHES
 	[ "$spec" = 8b/F16 ] && batches=$BATCHES_8B_F16
 	g="$LOGDIR/bench-$name-graphs.log" ng="$LOGDIR/bench-$name-nographs.log"
-	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
-	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
+	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
+	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 -r 3 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
 	cat "$g" "$ng" >> "$log"
 	rm -f "$model"
 	{

@@ -2,8 +2,14 @@
 
 package cuda
 
+/*
+#include <cuda.h>
+*/
+import "C"
+
 import (
 	"time"
+	"unsafe"
 
 	"gorgonia.org/cu"
 )
@@ -37,6 +43,20 @@ func (e *Event) Record() error {
 	}
 	defer release()
 	return wrap("cuEventRecord", e.ev.Record(e.ctx.stream))
+}
+
+// RecordInCapture records the event from inside a stream capture: the
+// captured graph gets an event record node, and every replay records the
+// event when it reaches that point.
+func (e *Event) RecordInCapture() error {
+	release, err := e.ctx.bind()
+	if err != nil {
+		return err
+	}
+	defer release()
+	ev := *(*C.CUevent)(unsafe.Pointer(&e.ev))
+	s := C.CUstream(unsafe.Pointer(e.ctx.stream.C()))
+	return check("cuEventRecordWithFlags(EXTERNAL)", C.cuEventRecordWithFlags(ev, s, C.CU_EVENT_RECORD_EXTERNAL))
 }
 
 // Since is the device time from start to e; both must have completed

@@ -10,6 +10,7 @@
 #define ATT_MAXD 8 // headDim ≤ 32*ATT_MAXD
 #define ATT_MAXG 8 // query heads per KV head
 #define ATT_SLOTS (ATT_MAXG * 32 * ATT_MAXD / ATT_THREADS)
+#define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
 
 // kv_store: kc/vc[seq[b], pos[b], :] = k/v[b, :]; grid B, any block size.
 extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__restrict__ v, float *kc,
@@ -71,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     for (int g = 0; g < ATT_MAXG; g++) sg[g] = 0.f;
     if (t < t1) {
       const float4 *kr = (const float4 *)(K + (size_t)t * kvdim);
-#pragma unroll 4
+#pragma unroll 16
       for (int i = 0; i < headDim / 4; i++) {
         const float4 k4 = __ldg(kr + i);
 #pragma unroll
@@ -139,10 +140,15 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
 
 // attention_merge: out[b, h, :] = the softmax-weighted sum of V over all
 // positions, merged from the splits' partial results; zeros for padding
-// tokens. Grid (B, heads), any block size.
+// tokens. Grid (B, heads), any block size of at most ATT_MERGE threads
+// (a multiple of 32). The splits' maxima and sums are read at once, one
+// per thread, then each thread sums its dimensions over the splits with
+// independent loads.
 extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
                                            const int *__restrict__ pos, const int *__restrict__ seq, int heads,
                                            int headDim, int splits, int ctx, int maxSeqs) {
+  __shared__ float f[ATT_MAX_SPLITS];
+  __shared__ float red[32];
   const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b];
   float *o = out + ((size_t)b * heads + h) * headDim;
   if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
@@ -150,19 +156,30 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
     return;
   }
   const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
+  float m = -INFINITY, l = 0.f;
+  for (int i = threadIdx.x; i < splits; i += blockDim.x) m = fmaxf(m, pt[i * (headDim + 2) + headDim]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+  __syncthreads();
   float M = -INFINITY;
-  for (int i = 0; i < splits; i++) M = fmaxf(M, pt[i * (headDim + 2) + headDim]);
-  float L = 0.f;
-  for (int i = 0; i < splits; i++) {
-    const float m = pt[i * (headDim + 2) + headDim];
-    if (m != -INFINITY) L += pt[i * (headDim + 2) + headDim + 1] * expf(m - M);
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) M = fmaxf(M, red[w]);
+  __syncthreads();
+  for (int i = threadIdx.x; i < splits; i += blockDim.x) {
+    const float mi = pt[i * (headDim + 2) + headDim];
+    f[i] = mi == -INFINITY ? 0.f : expf(mi - M);
+    l += pt[i * (headDim + 2) + headDim + 1] * f[i];
   }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = l;
+  __syncthreads();
+  float L = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) L += red[w];
   for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
     float v = 0.f;
-    for (int i = 0; i < splits; i++) {
-      const float m = pt[i * (headDim + 2) + headDim];
-      if (m != -INFINITY) v += pt[i * (headDim + 2) + d] * expf(m - M);
-    }
+#pragma unroll 8
+    for (int i = 0; i < splits; i++) v += pt[i * (headDim + 2) + d] * f[i];
     o[d] = v / L;
   }
 }

@@ -9,13 +9,13 @@
 // of segment 0, and row r computes silu(gate_r·x) * (up_r·x) from segment
 // 0 (gate) and segment 1 (up) into segment 0's output.
 //
-// The input is read through stage_value: x[b, i], times the RMSNorm scale
-// of row b and norm[i] when a norm weight is given, then, for quantized
-// weights, rounded to 8 bits in blocks of 32 values (d = max|v|/127, q =
-// round(v/d)), as every path of llmserve does for quantized weights. All
-// kernels compute the norm scale and the blocks the same way, bit for bit,
-// so a token's result does not depend on the kernel its batch size picks
-// beyond the order of the final sums.
+// The input is read as x[b, i], times the RMSNorm scale of row b and
+// norm[i] when a norm weight is given, then, for quantized weights, rounded
+// to 8 bits in blocks of 32 values (d = max|v|/127, q = round(v/d)), as
+// every path of llmserve does for quantized weights. Each kernel computes
+// a column the same way whatever the batch, so a token's result does not
+// depend on the batch it runs in (on the f32 kernels, up to the order of
+// the final sums).
 #pragma once
 #include "quant.cuh"
 

@@ -206,25 +206,67 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
   }
 }
 
+// STAGE_V is how many float4s of a column each thread holds while staging
+// (columns of up to STAGE_V*4*MV_THREADS values are read in one go).
+#define STAGE_V 4
+
 // stage_q8 writes columns b0..b0+nb of the (normalized) input to shared
 // memory as 8-bit values and scales, in the layout described at the top.
+// Each thread issues all its loads of a stretch of a column before using
+// any, so the staging costs one memory round trip per stretch, not one per
+// value.
 static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb, uint32_t *xq, float2 *xd,
                                                 float *red) {
   const int cols = a.cols, n4 = cols >> 2;
   for (int b = 0; b < nb; b++) {
     const float *xr = a.x + (size_t)(b0 + b) * cols;
-    const float scale = a.norm != nullptr ? rms_scale(xr, cols, a.eps, red) : 1.f;
-    for (int t0 = 0; t0 < n4; t0 += MV_THREADS) {
-      const int t = t0 + threadIdx.x;
-      const bool in = t < n4;
-      const float4 v = in ? stage4(xr, a.norm, scale, 4 * t) : make_float4(0.f, 0.f, 0.f, 0.f);
-      float d;
-      int qs;
-      const uint32_t q = q8_quad(v, &d, &qs);
-      if (in) {
-        const int g = t >> 4, w = t & 15;
-        xq[((size_t)b * xs16(cols) + ((g >> 5) * 4 + (w >> 2)) * 32 + (g & 31)) * 4 + (w & 3)] = q;
-        if ((t & 7) == 0) xd[(size_t)b * (cols >> 5) + (t >> 3)] = make_float2(d, d * (float)qs);
+    float scale = 1.f;
+    if (a.norm != nullptr) {
+      // The sum of squares, in a fixed order: thread, then warp, then block.
+      float ss = 0.f;
+      for (int t0 = 0; t0 < n4; t0 += STAGE_V * MV_THREADS) {
+        float4 v[STAGE_V];
+#pragma unroll
+        for (int k = 0; k < STAGE_V; k++) {
+          const int t = t0 + k * MV_THREADS + threadIdx.x;
+          v[k] = t < n4 ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int k = 0; k < STAGE_V; k++) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+      __syncthreads();
+      if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+      __syncthreads();
+      float tot = 0.f;
+#pragma unroll
+      for (int w = 0; w < MV_WARPS; w++) tot += red[w];
+      scale = 1.f / sqrtf(tot / (float)cols + a.eps);
+    }
+    for (int t0 = 0; t0 < n4; t0 += STAGE_V * MV_THREADS) {
+      float4 v[STAGE_V], w[STAGE_V];
+#pragma unroll
+      for (int k = 0; k < STAGE_V; k++) {
+        const int t = t0 + k * MV_THREADS + threadIdx.x;
+        const bool in = t < n4;
+        v[k] = in ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
+        w[k] = in && a.norm != nullptr ? __ldg((const float4 *)a.norm + t) : make_float4(1.f, 1.f, 1.f, 1.f);
+      }
+#pragma unroll
+      for (int k = 0; k < STAGE_V; k++) {
+        const int t = t0 + k * MV_THREADS + threadIdx.x;
+        float4 x = v[k];
+        if (a.norm != nullptr)
+          x = make_float4(x.x * scale * w[k].x, x.y * scale * w[k].y, x.z * scale * w[k].z, x.w * scale * w[k].w);
+        float d;
+        int qs;
+        const uint32_t q = q8_quad(x, &d, &qs);
+        if (t < n4) {
+          const int g = t >> 4, wd = t & 15;
+          xq[((size_t)b * xs16(cols) + ((g >> 5) * 4 + (wd >> 2)) * 32 + (g & 31)) * 4 + (wd & 3)] = q;
+          if ((t & 7) == 0) xd[(size_t)b * (cols >> 5) + (t >> 3)] = make_float2(d, d * (float)qs);
+        }
       }
     }
   }
@@ -315,7 +357,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
 }
 
 #define MVQ(NB)                                                                                      \
-  extern "C" __global__ void __launch_bounds__(MV_THREADS) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
+  extern "C" __global__ void __launch_bounds__(MV_THREADS, 3) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
 
 MVQ(1)
 MVQ(2)

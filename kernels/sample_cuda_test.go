@@ -16,6 +16,9 @@ import (
 // chain; margin is how close the draw came to an edge of the picked
 // token's interval (as a share of the total weight), or the top-p mass
 // to p at the cut, where f32 sums may rightly decide otherwise.
+//
+// A top-p set without top-k that holds more than SampleCap candidates is
+// left to the host: refPick returns -1 for it, as the device must.
 func refPick(x []float32, p Pick) (tok int32, margin float64) {
 	best := 0
 	for i, v := range x {
@@ -63,6 +66,9 @@ func refPick(x []float32, p Pick) (tok int32, margin float64) {
 				ids = ids[:k+1]
 				break
 			}
+		}
+		if !sorted && len(ids) > SampleCap {
+			return -1, margin
 		}
 	}
 	if p.MinP > 0 {

@@ -37,11 +37,13 @@ bench-cpu:
 	scripts/bench-cpu.sh
 
 # check-cuda compiles every cuda-tagged package and test (needs the CUDA
-# toolkit's headers and libcuda, not a GPU) and checks that the committed
-# kernel binaries match kernels/*.cu.
+# toolkit's headers and libcuda, not a GPU), checks that the committed
+# kernel binaries match kernels/*.cu, and that a cuda-built binary without
+# a GPU falls back to the CPU.
 check-cuda:
 	$(GO) vet -tags cuda ./...
 	scripts/gpu-fatbin-check.sh
+	scripts/gpu-fallback-check.sh
 
 # bench-http compares streamed tokens/s through HTTP with the engine's own.
 bench-http:

@@ -61,14 +61,16 @@ func refPick(x []float32, p Pick) (tok int32, margin float64) {
 		for k, i := range ids {
 			before := cum
 			cum += math.Exp(float64(x[i])-mx) / z
+			if !sorted && k == SampleCap-1 && cum < float64(p.TopP) {
+				// The device's candidates hold too little mass: the host
+				// picks, unless rounding could put the mass past p.
+				return -1, float64(p.TopP) - cum
+			}
 			if cum >= float64(p.TopP) {
 				margin = min(margin, float64(p.TopP)-before, cum-float64(p.TopP))
 				ids = ids[:k+1]
 				break
 			}
-		}
-		if !sorted && len(ids) > SampleCap {
-			return -1, margin
 		}
 	}
 	if p.MinP > 0 {

@@ -25,6 +25,9 @@ type Context struct {
 func Open(ordinal int) (*Context, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if err := initError(); err != nil {
+		return nil, err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
 		return nil, wrap("cuDeviceGetCount", err)

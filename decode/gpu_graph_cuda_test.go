@@ -3,13 +3,13 @@
 package decode
 
 import (
-	"slices"
 	"bytes"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"

@@ -34,7 +34,7 @@ type Device struct {
 // kernelNames lists what each fat binary must provide; the matvec and
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
-	"ops":       {"rms_norm", "add_bias", "add", "swiglu", "argmax"},
+	"ops":       {"rms_norm", "add_bias", "add", "swiglu"},
 	"attention": {"kv_store", "attention_part", "attention_merge", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,

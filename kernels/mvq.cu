@@ -84,6 +84,18 @@ template <> struct Group<T_Q4_0> {
   }
 };
 
+// k4_coefs sets the multipliers and minimum terms of group j (sub-blocks
+// 2j and 2j+1) of a Q4_K or Q5_K block from its first 16 bytes h (d, dmin,
+// the packed 6-bit scales and minimums).
+static __device__ __forceinline__ void k4_coefs(uint4 h, int j, G64 &w) {
+  float sc0, m0, sc1, m1;
+  k4scale_hdr(h, 2 * j, &sc0, &m0);
+  k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
+  const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
+  w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
+  w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+}
+
 // Q4_K: 256-value blocks of {f16 d, dmin; u8 scales[12]; u8 qs[128]};
 // group j of a block is qs[32j..32j+32): low nibbles are sub-block 2j,
 // high nibbles sub-block 2j+1. Blocks are 144 bytes, 16-byte aligned.
@@ -98,12 +110,7 @@ template <> struct Group<T_Q4_K> {
       w.q[k] = (int)(v[k] & 0x0F0F0F0Fu);
       w.q[8 + k] = (int)((v[k] >> 4) & 0x0F0F0F0Fu);
     }
-    float sc0, m0, sc1, m1;
-    k4scale_hdr(h, 2 * j, &sc0, &m0);
-    k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
-    const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
-    w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
-    w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+    k4_coefs(h, j, w);
   }
 };
 
@@ -123,12 +130,7 @@ template <> struct Group<T_Q5_K> {
       w.q[k] = (int)((v[k] & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j)) & 0x01010101u) << 4));
       w.q[8 + k] = (int)(((v[k] >> 4) & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j + 1)) & 0x01010101u) << 4));
     }
-    float sc0, m0, sc1, m1;
-    k4scale_hdr(h, 2 * j, &sc0, &m0);
-    k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
-    const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
-    w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
-    w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+    k4_coefs(h, j, w);
   }
 };
 

@@ -1,5 +1,5 @@
 // ops.cu: element-wise and per-row kernels of a decode step over f32
-// activations: RMSNorm, bias add, residual add, SwiGLU and argmax.
+// activations: RMSNorm, bias add, residual add and SwiGLU.
 #include <stdint.h>
 
 static __device__ __forceinline__ float warp_sum(float v) {
@@ -51,39 +51,5 @@ extern "C" __global__ void swiglu(const float *gate, const float *up, float *out
   if (i < total) {
     const float g = gate[i];
     out[i] = g / (1.f + expf(-g)) * up[i];
-  }
-}
-
-// argmax: out[r] = the smallest index of the largest value of row r of x
-// (rows of n); one block of 256 threads per row.
-extern "C" __global__ void argmax(const float *__restrict__ x, int n, int *out) {
-  const float *xr = x + (size_t)blockIdx.x * n;
-  float best = -INFINITY;
-  int idx = n;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = xr[i];
-    if (v > best || (v == best && i < idx)) best = v, idx = i;
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const float ob = __shfl_xor_sync(0xffffffffu, best, off);
-    const int oi = __shfl_xor_sync(0xffffffffu, idx, off);
-    if (ob > best || (ob == best && oi < idx)) best = ob, idx = oi;
-  }
-  __shared__ float sb[32];
-  __shared__ int si[32];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-  if (lane == 0) sb[warp] = best, si[warp] = idx;
-  __syncthreads();
-  if (warp == 0) {
-    best = lane < nw ? sb[lane] : -INFINITY;
-    idx = lane < nw ? si[lane] : n;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, off);
-      const int oi = __shfl_xor_sync(0xffffffffu, idx, off);
-      if (ob > best || (ob == best && oi < idx)) best = ob, idx = oi;
-    }
-    if (lane == 0) out[blockIdx.x] = idx < n ? idx : 0;
   }
 }

@@ -62,13 +62,3 @@ type RopeParams struct {
 	Neox           bool    // pairs (i, i+Dim/2) instead of (2i, 2i+1)
 	Factors        DevF32  // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
 }
-
-// Argmax writes the index of the largest value of each row of x to out
-// (the smallest such index on ties).
-func (d *Device) Argmax(x DevF32, out DevI32) error {
-	if out.Len != x.Rows || x.Rows < 1 || x.Cols < 1 {
-		return fmt.Errorf("kernels: argmax: x %d×%d, out %d", x.Rows, x.Cols, out.Len)
-	}
-	return d.launch("argmax", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: 256}, 0,
-		cuda.P(x.Ptr), cuda.I(x.Cols), cuda.P(out.Ptr))
-}

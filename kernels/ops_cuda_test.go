@@ -191,34 +191,6 @@ func TestRopeStore(t *testing.T) {
 	}
 }
 
-func TestArgmax(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
-	g := newBuffers(t)
-	rows, n := 4, 50000
-	x := randF32(rng, rows*n)
-	x[1*n+123], x[1*n+40000] = 100, 100 // a tie: the smaller index wins
-	x[2*n+n-1] = 100
-	x[3*n] = 100
-	out := g.i32(make([]int32, rows))
-	if err := dev.Argmax(g.f32(x, rows, n), out); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
-	for r := 0; r < rows; r++ {
-		best := 0
-		for i := 1; i < n; i++ {
-			if x[r*n+i] > x[r*n+best] {
-				best = i
-			}
-		}
-		if int(got[r]) != best {
-			t.Errorf("row %d: argmax %d, want %d", r, got[r], best)
-		}
-	}
-}
-
-// TestLaunchError checks that a launch the driver refuses comes back as an
-// error naming the kernel and the CUresult.
 func TestLaunchError(t *testing.T) {
 	g := newBuffers(t)
 	y := g.poisoned(1, 8)

@@ -79,7 +79,6 @@ type gpuScratch struct {
 	gate, up kernels.DevF32 // [B, FFN]
 	logits   kernels.DevF32 // [B, Vocab]
 	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats)
-	attDone  kernels.DevI32 // [B * KVHeads] attention counters, zero between steps
 	tok, pos kernels.DevI32 // [B] views of in
 	seq      kernels.DevI32 // [B]
 	picks    cuda.DevPtr    // [B][kernels.PickWords] view of in
@@ -174,14 +173,6 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	done, err := e.alloc("attention counters", int64(B*m.KVHeads)*4)
-	if err != nil {
-		return err
-	}
-	if err := done.Fill32(0); err != nil {
-		return err
-	}
-	e.s.attDone = kernels.DevI32{Ptr: done.Ptr(), Len: B * m.KVHeads}
 	inWords := (3 + kernels.PickWords) * B
 	if e.in, err = e.alloc("step inputs", int64(inWords+B)*4); err != nil {
 		return err

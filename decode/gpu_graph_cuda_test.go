@@ -220,7 +220,7 @@ func TestGPUGraphDump(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"digraph", "get_rows_F32", "matvec_F32_", "rope_store", "attention", "sample"} {
+		for _, k := range []string{"digraph", "get_rows_F32", "matvec_F32_", "rope_store", "attention_part", "attention_merge", "sample"} {
 			if !bytes.Contains(dot, []byte(k)) {
 				t.Errorf("step-b%02d.dot lacks %q", bucket, k)
 			}
@@ -249,7 +249,7 @@ func TestGPUProfileStep(t *testing.T) {
 	if !m.Arch.QKVBias {
 		t.Fatalf("%s has no Q/K/V biases; the expected launches below assume them", "tiny-qwen2-Q4_K_M")
 	}
-	layerOps := []string{"attn_norm+qkv", "rope+cache_store", "attention", "attn_output+residual",
+	layerOps := []string{"attn_norm+qkv", "rope+cache_store", "attention", "attention", "attn_output+residual",
 		"ffn_norm+gate_up+swiglu", "ffn_down+residual"}
 	var want []string
 	want = append(want, "-1 token_embd")
@@ -320,7 +320,7 @@ func TestGPUProfileSynth1B(t *testing.T) {
 			}
 		}
 		t.Logf("%d launches, %.0f µs, matrix products %.0f%%", len(ts), total, 100*matvec/total)
-		if want := 1 + 16*6 + 2; len(ts) != want { // 6 per layer
+		if want := 1 + 16*7 + 2; len(ts) != want { // 7 per layer
 			t.Errorf("%d launches, want %d", len(ts), want)
 		}
 		if !(matvec > 0 && matvec < total) {

@@ -11,10 +11,10 @@ import (
 // step queues the forward pass of B tokens (the first B rows of every
 // scratch array, inputs read from e.in) on the device: the same launches
 // run eagerly or under graph capture. Each layer is six launches: the
-// normalized Q/K/V product, RoPE with the cache write, attention, the
-// output projection added to the residual stream, the normalized gate/up
-// product with SwiGLU, and the down projection added to the residual
-// stream.
+// normalized Q/K/V product, RoPE with the cache write, attention (two
+// kernels), the output projection added to the residual stream, the
+// normalized gate/up product with SwiGLU, and the down projection added to
+// the residual stream.
 func (e *GPUEngine) step(B int) error {
 	m, s, d := e.m, &e.s, e.dev
 	x := s.x.Slice(0, B)
@@ -75,7 +75,7 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "attention", func() error { return d.Attention(e.kv[l], q, att, m.Heads, pos, seq, s.attPart, s.attDone) }); err != nil {
+	if err := e.op(l, "attention", func() error { return d.Attention(e.kv[l], q, att, m.Heads, pos, seq, s.attPart) }); err != nil {
 		return err
 	}
 	if err := e.op(l, "attn_output+residual", func() error {

@@ -25,70 +25,13 @@ extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__
   }
 }
 
-// merge_last runs at the end of every block of attention: the last block
-// of a (token, KV head) to finish combines the splits' partial results of
-// its G query heads into out[b, h, :] (zeros for a padding token) and
-// resets the counter for the next step. Each block's partials are made
-// visible (a fence) before it counts itself done.
-static __device__ __forceinline__ void merge_last(const float *part, float *out, int *done, int b, int kvh,
-                                                  int split, int splits, int G, int heads, int kvHeads,
-                                                  int headDim, bool valid) {
-  __shared__ int last;
-  __shared__ float f[ATT_MAXG][ATT_MAX_SPLITS];
-  __shared__ float L[ATT_MAXG];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    int *c = done + (size_t)b * kvHeads + kvh;
-    last = atomicAdd(c, 1) == splits - 1;
-    if (last) *c = 0;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const size_t h0 = (size_t)b * heads + (size_t)kvh * G; // first query head of the group
-  if (!valid) {
-    for (int i = tid; i < G * headDim; i += ATT_THREADS) out[h0 * headDim + i] = 0.f;
-    return;
-  }
-  for (int g = warp; g < G; g += ATT_THREADS / 32) {
-    const float *pt = part + (h0 + g) * splits * (headDim + 2);
-    float m = -INFINITY;
-    for (int i = lane; i < splits; i += 32) m = fmaxf(m, __ldcg(pt + i * (headDim + 2) + headDim));
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float l = 0.f;
-    for (int i = lane; i < splits; i += 32) {
-      const float mi = __ldcg(pt + i * (headDim + 2) + headDim);
-      const float fi = mi == -INFINITY ? 0.f : expf(mi - m);
-      f[g][i] = fi;
-      l += __ldcg(pt + i * (headDim + 2) + headDim + 1) * fi;
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
-    if (lane == 0) L[g] = l;
-  }
-  __syncthreads();
-  for (int i = tid; i < G * headDim; i += ATT_THREADS) {
-    const int g = i / headDim, d = i - g * headDim;
-    const float *pt = part + (h0 + g) * splits * (headDim + 2) + d;
-    float v = 0.f;
-#pragma unroll 8
-    for (int k = 0; k < splits; k++) v += __ldcg(pt + k * (headDim + 2)) * f[g][k];
-    out[h0 * headDim + i] = v / L[g];
-  }
-}
-
-// attention: for token b, KV head kvh and split s of the positions
+// attention_part: for token b, KV head kvh and split s of the positions
 // 0..pos[b] (split s covers the s-th of `splits` equal ranges), the
 // online-softmax partial result of each of the G = heads/kvHeads query
 // heads that share the KV head over that range: the running max m, the sum
 // l of exp(score - m) and the unnormalized weighted sum of V, written to
 // part[((b*heads + h)*splits + s)*(headDim + 2) + ...] as acc[0..headDim),
-// m, l; the last block of (b, kvh) to finish merges the splits into out
-// (merge_last). Grid (B, kvHeads, splits), ATT_THREADS threads; done holds
-// B × kvHeads counters, zero between launches.
+// m, l. Grid (B, kvHeads, splits), ATT_THREADS threads.
 //
 // The range is walked in tiles of ATT_THREADS positions: each thread
 // computes the G scores of one position (its K row read once for all G
@@ -96,10 +39,9 @@ static __device__ __forceinline__ void merge_last(const float *part, float *out,
 // tile's scores into weights, and each thread accumulates weights times V
 // for its (head, dimension) slots, again with independent loads.
 extern "C" __global__ void __launch_bounds__(ATT_THREADS)
-    attention(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
-              float *__restrict__ part, float *__restrict__ out, int *__restrict__ done,
-              const int *__restrict__ pos, const int *__restrict__ seq, int heads, int kvHeads, int headDim,
-              int ctx, int maxSeqs, float scale) {
+    attention_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
+                   float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                   int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
   __shared__ float qs[ATT_MAXG * 32 * ATT_MAXD];
   __shared__ float sc[ATT_MAXG][ATT_THREADS];
   __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
@@ -194,7 +136,52 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     o[headDim] = mS[tid];
     o[headDim + 1] = lS[tid];
   }
-  merge_last(part, out, done, b, kvh, split, splits, G, heads, kvHeads, headDim, s >= 0 && s < maxSeqs && p >= 0 && p < ctx);
+}
+
+// attention_merge: out[b, h, :] = the softmax-weighted sum of V over all
+// positions, merged from the splits' partial results; zeros for padding
+// tokens. Grid (B, heads), any block size of at most ATT_MERGE threads
+// (a multiple of 32). The splits' maxima and sums are read at once, one
+// per thread, then each thread sums its dimensions over the splits with
+// independent loads.
+extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
+                                           const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                                           int headDim, int splits, int ctx, int maxSeqs) {
+  __shared__ float f[ATT_MAX_SPLITS];
+  __shared__ float red[32];
+  const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b];
+  float *o = out + ((size_t)b * heads + h) * headDim;
+  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) o[d] = 0.f;
+    return;
+  }
+  const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
+  float m = -INFINITY, l = 0.f;
+  for (int i = threadIdx.x; i < splits; i += blockDim.x) m = fmaxf(m, pt[i * (headDim + 2) + headDim]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+  __syncthreads();
+  float M = -INFINITY;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) M = fmaxf(M, red[w]);
+  __syncthreads();
+  for (int i = threadIdx.x; i < splits; i += blockDim.x) {
+    const float mi = pt[i * (headDim + 2) + headDim];
+    f[i] = mi == -INFINITY ? 0.f : expf(mi - M);
+    l += pt[i * (headDim + 2) + headDim + 1] * f[i];
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = l;
+  __syncthreads();
+  float L = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) L += red[w];
+  for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+    float v = 0.f;
+#pragma unroll 8
+    for (int i = 0; i < splits; i++) v += pt[i * (headDim + 2) + d] * f[i];
+    o[d] = v / L;
+  }
 }
 
 // head_sum adds v over the block (blockDim.x a multiple of 32, ≤ 256).

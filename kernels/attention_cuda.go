@@ -68,13 +68,10 @@ func AttentionScratch(c DevKVCache, rows, heads int) int {
 
 // Attention writes, for each token b and head h, the softmax(q·K/√HeadDim)
 // weighted sum of V over positions 0..pos[b] of sequence seq[b] to out;
-// q and out are B × heads*HeadDim, and heads a multiple of c.KVHeads (at
-// most MaxGroup times). Tokens with seq[b] < 0 get zeros. scratch holds
-// the partial results of the position ranges (AttentionScratch floats at
-// least); done holds B × KVHeads counters that must be zero before the
-// first call, and each call leaves them zero. One launch: the last block
-// of each token and KV head to finish merges the ranges.
-func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32, done DevI32) error {
+// q and out are B × heads*HeadDim, and heads a multiple of c.KVHeads.
+// Tokens with seq[b] < 0 get zeros. scratch holds the partial results of
+// the position ranges (AttentionScratch floats at least).
+func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32) error {
 	if err := c.check("attention"); err != nil {
 		return err
 	}
@@ -86,13 +83,16 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
 	}
-	if done.Len < q.Rows*c.KVHeads {
-		return fmt.Errorf("kernels: attention: %d counters, need %d", done.Len, q.Rows*c.KVHeads)
-	}
+	splits := attentionSplits(c)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	return d.launch("attention", cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: attentionSplits(c)}, cuda.Dim3{X: 128}, 0,
-		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(done.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale))
+	if err := d.launch("attention_part", cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, 0,
+		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale)); err != nil {
+		return err
+	}
+	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
+		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(c.HeadDim),
+		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
 }
 
 // RopeStoreOp prepares a step's queries and keys for Attention: each head

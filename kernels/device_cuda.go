@@ -35,7 +35,7 @@ type Device struct {
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
 	"ops":       {"rms_norm", "add_bias", "add", "swiglu"},
-	"attention": {"kv_store", "attention", "rope_store"},
+	"attention": {"kv_store", "attention_part", "attention_merge", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,
 	"sample":    {"sample"},

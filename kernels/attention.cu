@@ -42,7 +42,7 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     attention_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
                    float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
                    int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
-  __shared__ float qs[ATT_MAXG * 32 * ATT_MAXD];
+  __shared__ __align__(16) float qs[ATT_MAXG * 32 * ATT_MAXD]; // read as float4
   __shared__ float sc[ATT_MAXG][ATT_THREADS];
   __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
   const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;

@@ -85,7 +85,6 @@ func (b *Batch) check(vocab, context, maxSeqs int, out []float32) error {
 	if len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n {
 		return fmt.Errorf("decode: batch slices differ in length")
 	}
-	want := 0
 	for i := 0; i < n; i++ {
 		switch {
 		case b.Tokens[i] < 0 || int(b.Tokens[i]) >= vocab:
@@ -95,11 +94,8 @@ func (b *Batch) check(vocab, context, maxSeqs int, out []float32) error {
 		case b.Seq[i] < 0 || int(b.Seq[i]) >= maxSeqs:
 			return fmt.Errorf("decode: sequence %d is outside the %d slots", b.Seq[i], maxSeqs)
 		}
-		if b.Logits[i] {
-			want++
-		}
 	}
-	if len(out) < want*vocab {
+	if want := b.wanted(); len(out) < want*vocab {
 		return fmt.Errorf("decode: logits buffer holds %d values, need %d", len(out), want*vocab)
 	}
 	return nil

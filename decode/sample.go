@@ -130,16 +130,18 @@ func (s *Sampler) Accept(tok int32) {
 // Sample picks the next token from logits, a row of VocabSize values that
 // it does not modify. It does not Accept the token.
 func (s *Sampler) Sample(logits []float32) (Sampled, error) {
-	var u float32
-	if s.p.Temperature > 0 {
-		u = s.draw()
-	}
-	return s.SampleDrawn(logits, u)
+	return s.SampleDrawn(logits, s.draw())
 }
 
-// draw takes the next uniform number in [0, 1) from the sequence's stream:
-// one per token sampled at a temperature above 0.
-func (s *Sampler) draw() float32 { return float32(s.rng.Float64()) }
+// draw takes the next uniform number in [0, 1) from the sequence's stream
+// when the sampler samples at a temperature above 0 (one per token), and
+// returns 0 without taking one at temperature 0.
+func (s *Sampler) draw() float32 {
+	if s.p.Temperature <= 0 {
+		return 0
+	}
+	return float32(s.rng.Float64())
+}
 
 // OnDevice reports whether an engine may pick this sampler's tokens where
 // the logits are (Picker): no penalties, logit bias or log-probabilities.
@@ -152,11 +154,7 @@ func (s *Sampler) OnDevice() bool {
 // sequence picks the same tokens on either side. SampleDrawn with the same
 // U picks on the host what the device could not.
 func (s *Sampler) Pick() Pick {
-	p := Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP}
-	if p.Temperature > 0 {
-		p.U = s.draw()
-	}
-	return p
+	return Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP, U: s.draw()}
 }
 
 // SampleDrawn is Sample with the random draw u already taken (by Pick);

@@ -9,8 +9,9 @@
 #define ATT_THREADS 128
 #define ATT_MAXD 8 // headDim ≤ 32*ATT_MAXD
 #define ATT_MAXG 8 // query heads per KV head
-#define ATT_SLOTS (ATT_MAXG * 32 * ATT_MAXD / ATT_THREADS)
+#define ATT_SLOTS (ATT_MAXG * 32 * ATT_MAXD / ATT_THREADS) // slots per thread at most
 #define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
+#define ATT_TILE 32       // positions per tile of attention_part at most (one per lane)
 
 // kv_store: kc/vc[seq[b], pos[b], :] = k/v[b, :]; grid B, any block size.
 extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__restrict__ v, float *kc,
@@ -25,29 +26,52 @@ extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__
   }
 }
 
+// cp_async16 copies 16 bytes from global to shared memory without
+// passing through registers (sm_80 and newer); cp_async_wait waits for
+// every copy this thread issued.
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
+}
+static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
 // attention_part: for token b, KV head kvh and split s of the positions
 // 0..pos[b] (split s covers the s-th of `splits` equal ranges), the
 // online-softmax partial result of each of the G = heads/kvHeads query
 // heads that share the KV head over that range: the running max m, the sum
 // l of exp(score - m) and the unnormalized weighted sum of V, written to
 // part[((b*heads + h)*splits + s)*(headDim + 2) + ...] as acc[0..headDim),
-// m, l. Grid (B, kvHeads, splits), ATT_THREADS threads.
+// m, l. Grid (B, kvHeads, splits), ATT_THREADS threads, attShared(tile)
+// bytes of dynamic shared memory.
 //
-// The range is walked in tiles of ATT_THREADS positions: each thread
-// computes the G scores of one position (its K row read once for all G
-// heads, every load independent of the others), one warp per head turns a
-// tile's scores into weights, and each thread accumulates weights times V
-// for its (head, dimension) slots, again with independent loads.
-extern "C" __global__ void __launch_bounds__(ATT_THREADS)
-    attention_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
-                   float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,
-                   int kvHeads, int headDim, int ctx, int maxSeqs, float scale) {
-  __shared__ __align__(16) float qs[ATT_MAXG * 32 * ATT_MAXD]; // read as float4
-  __shared__ float sc[ATT_MAXG][ATT_THREADS];
+// The range is walked in tiles of `tile` (≤ 32) positions. A tile's K and
+// V rows are copied to shared memory all at once (cp.async), so a tile
+// costs one memory round trip; the first tile's copies are issued before
+// the queries are staged. Then each thread computes scores of (head,
+// position) pairs, one warp per head turns a tile's scores into weights
+// (one position per lane), and each thread accumulates weights times V for
+// its (head, dimension) slots.
+//
+// attention_part_<S> holds S (head, dimension) slots per thread: the
+// smallest of 2, 4, 8 and 16 with S*ATT_THREADS ≥ G*headDim, so the
+// kernel's code holds no unused slots.
+template <int S>
+static __device__ __forceinline__ void attention_part(const float *__restrict__ q, const float *__restrict__ kc,
+                                                      const float *__restrict__ vc, float *__restrict__ part,
+                                                      const int *__restrict__ pos, const int *__restrict__ seq,
+                                                      int heads, int kvHeads, int headDim, int ctx, int maxSeqs,
+                                                      float scale, int tile) {
+  extern __shared__ __align__(16) float att_smem[];
   __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
   const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int G = heads / kvHeads, kvdim = kvHeads * headDim;
+  const int G = heads / kvHeads, kvdim = kvHeads * headDim, hd4 = headDim >> 2, pitch = headDim + 4;
+  float *ks = att_smem;               // tile × pitch: K rows, padded so rows start on other banks
+  float *vs = ks + tile * pitch;      // tile × headDim: V rows
+  float *qs = vs + tile * headDim;    // G × headDim: the queries, scaled
+  float *sc = qs + G * headDim;       // G × tile: scores, then weights
   const int s = seq[b], p = pos[b];
   int t0 = 0, t1 = 0; // positions [t0, t1) of this split
   if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
@@ -55,76 +79,73 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     t0 = min(split * per, p + 1);
     t1 = min(t0 + per, p + 1);
   }
+  const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  // fetch issues the copies of the K and V rows of positions [tt, tt+n).
+  auto fetch = [&](int tt, int n) {
+    for (int c = tid; c < n * hd4; c += ATT_THREADS) {
+      const int j = c / hd4, e = 4 * (c - j * hd4);
+      cp_async16(ks + j * pitch + e, K + (size_t)(tt + j) * kvdim + e);
+      cp_async16(vs + j * headDim + e, V + (size_t)(tt + j) * kvdim + e);
+    }
+  };
+  if (t0 < t1) fetch(t0, min(tile, t1 - t0));
   const float *qh = q + ((size_t)b * heads + (size_t)kvh * G) * headDim;
   for (int i = tid; i < G * headDim; i += ATT_THREADS) qs[i] = qh[i] * scale;
   if (tid < G) mS[tid] = -INFINITY, lS[tid] = 0.f;
-  const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
-  const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
-  const int slots = G * headDim; // (head, dimension) pairs, ATT_SLOTS at most per thread
-  float acc[ATT_SLOTS];
+  const int slots = G * headDim; // (head, dimension) pairs, S at most per thread
+  float acc[S];
 #pragma unroll
-  for (int k = 0; k < ATT_SLOTS; k++) acc[k] = 0.f;
-  __syncthreads();
-  for (int tt = t0; tt < t1; tt += ATT_THREADS) {
-    const int t = tt + tid;
-    float sg[ATT_MAXG];
-#pragma unroll
-    for (int g = 0; g < ATT_MAXG; g++) sg[g] = 0.f;
-    if (t < t1) {
-      const float4 *kr = (const float4 *)(K + (size_t)t * kvdim);
-#pragma unroll 16
-      for (int i = 0; i < headDim / 4; i++) {
-        const float4 k4 = __ldg(kr + i);
-#pragma unroll
-        for (int g = 0; g < ATT_MAXG; g++) {
-          if (g < G) {
-            const float4 q4 = *(const float4 *)(qs + g * headDim + 4 * i);
-            sg[g] += q4.x * k4.x + q4.y * k4.y + q4.z * k4.z + q4.w * k4.w;
-          }
-        }
+  for (int k = 0; k < S; k++) acc[k] = 0.f;
+  for (int tt = t0; tt < t1; tt += tile) {
+    const int n = min(tile, t1 - tt);
+    cp_async_wait();
+    __syncthreads();
+    for (int idx = tid; idx < G * n; idx += ATT_THREADS) {
+      const int g = idx / n, j = idx - g * n;
+      const float4 *qv = (const float4 *)(qs + g * headDim), *kv = (const float4 *)(ks + j * pitch);
+      float d = 0.f;
+#pragma unroll 8
+      for (int i = 0; i < hd4; i++) {
+        const float4 x = qv[i], y = kv[i];
+        d += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
       }
+      sc[g * tile + j] = d;
     }
-#pragma unroll
-    for (int g = 0; g < ATT_MAXG; g++)
-      if (g < G) sc[g][tid] = t < t1 ? sg[g] : -INFINITY;
     __syncthreads();
     for (int g = warp; g < G; g += ATT_THREADS / 32) {
-      float m = -INFINITY;
-      for (int j = lane; j < ATT_THREADS; j += 32) m = fmaxf(m, sc[g][j]);
+      const float v = lane < n ? sc[g * tile + lane] : -INFINITY;
+      float m = v;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
       const float mOld = mS[g], mNew = fmaxf(mOld, m);
-      float sum = 0.f;
-      for (int j = lane; j < ATT_THREADS; j += 32) {
-        const float e = sc[g][j] == -INFINITY ? 0.f : expf(sc[g][j] - mNew);
-        sc[g][j] = e;
-        sum += e;
-      }
+      const float e = lane < n ? expf(v - mNew) : 0.f;
+      float sum = e;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      if (lane < n) sc[g * tile + lane] = e;
       if (lane == 0) {
         const float corr = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
         corrS[g] = corr, lS[g] = lS[g] * corr + sum, mS[g] = mNew;
       }
     }
     __syncthreads();
-    const int n = min(ATT_THREADS, t1 - tt);
 #pragma unroll
-    for (int k = 0; k < ATT_SLOTS; k++) {
+    for (int k = 0; k < S; k++) {
       const int idx = tid + k * ATT_THREADS;
       if (idx < slots) {
         const int g = idx / headDim, d = idx - g * headDim;
-        const float *vp = V + (size_t)tt * kvdim + d;
+        const float *w = sc + g * tile;
         float a = acc[k] * corrS[g];
-#pragma unroll 8
-        for (int j = 0; j < n; j++) a += sc[g][j] * __ldg(vp + (size_t)j * kvdim);
+        for (int j = 0; j < n; j++) a += w[j] * vs[j * headDim + d];
         acc[k] = a;
       }
     }
     __syncthreads();
+    if (tt + tile < t1) fetch(tt + tile, min(tile, t1 - tt - tile));
   }
 #pragma unroll
-  for (int k = 0; k < ATT_SLOTS; k++) {
+  for (int k = 0; k < S; k++) {
     const int idx = tid + k * ATT_THREADS;
     if (idx < slots) {
       const int g = idx / headDim, d = idx - g * headDim;
@@ -138,50 +159,79 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
   }
 }
 
+#define ATTENTION_PART(S)                                                                            \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                          \
+      attention_part_##S(const float *__restrict__ q, const float *__restrict__ kc,                  \
+                         const float *__restrict__ vc, float *__restrict__ part,                     \
+                         const int *__restrict__ pos, const int *__restrict__ seq, int heads,        \
+                         int kvHeads, int headDim, int ctx, int maxSeqs, float scale, int tile) {    \
+    attention_part<S>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, ctx, maxSeqs, scale, tile); \
+  }
+
+ATTENTION_PART(2)
+ATTENTION_PART(4)
+ATTENTION_PART(8)
+ATTENTION_PART(16)
+
 // attention_merge: out[b, h, :] = the softmax-weighted sum of V over all
 // positions, merged from the splits' partial results; zeros for padding
-// tokens. Grid (B, heads), any block size of at most ATT_MERGE threads
-// (a multiple of 32). The splits' maxima and sums are read at once, one
-// per thread, then each thread sums its dimensions over the splits with
-// independent loads.
+// tokens. Grid (B, heads), 32*ceil(headDim/32) threads (at least one per
+// dimension). Every load is issued at the start: each thread reads the
+// maxima and sums of its splits and the values of its dimension in all
+// splits, so the merge costs one memory round trip.
 extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
                                            const int *__restrict__ pos, const int *__restrict__ seq, int heads,
                                            int headDim, int splits, int ctx, int maxSeqs) {
   __shared__ float f[ATT_MAX_SPLITS];
   __shared__ float red[32];
-  const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b];
+  const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b], d = threadIdx.x;
   float *o = out + ((size_t)b * heads + h) * headDim;
   if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
-    for (int d = threadIdx.x; d < headDim; d += blockDim.x) o[d] = 0.f;
+    if (d < headDim) o[d] = 0.f;
     return;
   }
   const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
-  float m = -INFINITY, l = 0.f;
-  for (int i = threadIdx.x; i < splits; i += blockDim.x) m = fmaxf(m, pt[i * (headDim + 2) + headDim]);
+  float pv[ATT_MAX_SPLITS];
+#pragma unroll
+  for (int i = 0; i < ATT_MAX_SPLITS; i++) pv[i] = d < headDim && i < splits ? pt[i * (headDim + 2) + d] : 0.f;
+  // Thread i holds the max and sum of splits i and i + blockDim.x.
+  float mi[2], li[2];
+#pragma unroll
+  for (int k = 0; k < 2; k++) {
+    const int i = d + k * blockDim.x;
+    mi[k] = i < splits ? pt[i * (headDim + 2) + headDim] : -INFINITY;
+    li[k] = i < splits ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
+  }
+  float m = fmaxf(mi[0], mi[1]);
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+  if ((d & 31) == 0) red[d >> 5] = m;
   __syncthreads();
   float M = -INFINITY;
   for (int w = 0; w < (int)(blockDim.x >> 5); w++) M = fmaxf(M, red[w]);
   __syncthreads();
-  for (int i = threadIdx.x; i < splits; i += blockDim.x) {
-    const float mi = pt[i * (headDim + 2) + headDim];
-    f[i] = mi == -INFINITY ? 0.f : expf(mi - M);
-    l += pt[i * (headDim + 2) + headDim + 1] * f[i];
+  float l = 0.f;
+#pragma unroll
+  for (int k = 0; k < 2; k++) {
+    const int i = d + k * blockDim.x;
+    if (i < splits) {
+      const float fi = mi[k] == -INFINITY ? 0.f : expf(mi[k] - M);
+      f[i] = fi;
+      l += li[k] * fi;
+    }
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = l;
+  if ((d & 31) == 0) red[d >> 5] = l;
   __syncthreads();
   float L = 0.f;
   for (int w = 0; w < (int)(blockDim.x >> 5); w++) L += red[w];
-  for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-    float v = 0.f;
-#pragma unroll 8
-    for (int i = 0; i < splits; i++) v += pt[i * (headDim + 2) + d] * f[i];
-    o[d] = v / L;
-  }
+  if (d >= headDim) return;
+  float v = 0.f;
+#pragma unroll
+  for (int i = 0; i < ATT_MAX_SPLITS; i++)
+    if (i < splits) v += pv[i] * f[i];
+  o[d] = v / L;
 }
 
 // head_sum adds v over the block (blockDim.x a multiple of 32, ≤ 256).

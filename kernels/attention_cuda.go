@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"llmserve/internal/cuda"
 )
@@ -60,6 +61,34 @@ func (d *Device) KVStore(c DevKVCache, k, v DevF32, pos, seq DevI32) error {
 // size only, so a captured graph stays valid as sequences grow.
 func attentionSplits(c DevKVCache) int { return min(max(c.Ctx/16, 1), 64) }
 
+// attentionSlots is the (head, dimension) slots per thread of
+// attention_part_<S> for n of them in a block of 128 threads.
+func attentionSlots(n int) int {
+	s := 2
+	for s*128 < n {
+		s *= 2
+	}
+	return s
+}
+
+// attentionShared is the dynamic shared memory of attention_part with
+// tiles of tile positions: K rows (padded by 4 floats) and V rows of a
+// tile, the group's queries and a tile of scores per query head.
+func attentionShared(tile, headDim, group int) int {
+	return 4 * (tile*(headDim+4) + tile*headDim + group*headDim + group*tile)
+}
+
+// attentionTile is the positions per tile of attention_part (ATT_TILE in
+// attention.cu at most): 32, halved until a tile fits the 48 KiB of shared
+// memory every device gives a block without opting in.
+func attentionTile(headDim, group int) int {
+	tile := 32
+	for tile > 1 && attentionShared(tile, headDim, group) > 48*1024-256 {
+		tile /= 2
+	}
+	return tile
+}
+
 // AttentionScratch is the number of floats of scratch Attention needs for
 // rows tokens of heads heads.
 func AttentionScratch(c DevKVCache, rows, heads int) int {
@@ -85,9 +114,11 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	}
 	splits := attentionSplits(c)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	if err := d.launch("attention_part", cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, 0,
+	group := heads / c.KVHeads
+	tile := attentionTile(c.HeadDim, group)
+	if err := d.launch("attention_part_"+strconv.Itoa(attentionSlots(group*c.HeadDim)), cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, attentionShared(tile, c.HeadDim, group),
 		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale)); err != nil {
+		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale), cuda.I(tile)); err != nil {
 		return err
 	}
 	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,

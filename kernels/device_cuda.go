@@ -29,13 +29,20 @@ type Device struct {
 	profiling bool     // launches record timing events into prof
 	prof      *profile // events and launches of the current (or last) profile
 	maxShared int      // dynamic shared memory the mvq kernels may use
+	resident  map[residentKey]int
+}
+
+// residentKey is a kernel launched with some dynamic shared memory.
+type residentKey struct {
+	name   string
+	shared int
 }
 
 // kernelNames lists what each fat binary must provide; the matvec and
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
 	"ops":       {"rms_norm", "add_bias", "add", "swiglu"},
-	"attention": {"kv_store", "attention_part", "attention_merge", "rope_store"},
+	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,
 	"sample":    {"sample"},
@@ -47,7 +54,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{ctx: ctx, kernels: map[string]*cuda.Kernel{}}
+	d := &Device{ctx: ctx, kernels: map[string]*cuda.Kernel{}, resident: map[residentKey]int{}}
 	for mod, names := range kernelNames {
 		image, err := fatbins.ReadFile(path.Join("fatbin", mod+".fatbin"))
 		if err != nil {
@@ -96,6 +103,29 @@ func (d *Device) optInShared() error {
 		}
 	}
 	return nil
+}
+
+// residentBlocks is how many blocks of kernel name (threads threads,
+// shared bytes of dynamic shared memory) the whole device holds at once.
+func (d *Device) residentBlocks(name string, threads, shared int) (int, error) {
+	key := residentKey{name, shared}
+	if n, ok := d.resident[key]; ok {
+		return n, nil
+	}
+	k, ok := d.kernels[name]
+	if !ok {
+		return 0, fmt.Errorf("kernels: no kernel %q loaded", name)
+	}
+	per, err := k.ResidentBlocks(threads, shared)
+	if err != nil {
+		return 0, fmt.Errorf("kernels: %w", err)
+	}
+	if per < 1 {
+		return 0, fmt.Errorf("kernels: %s with %d threads and %d bytes of shared memory does not fit a multiprocessor", name, threads, shared)
+	}
+	n := per * d.ctx.Multiprocessors()
+	d.resident[key] = n
+	return n, nil
 }
 
 // Context is the device's CUDA context, for allocations and graphs.

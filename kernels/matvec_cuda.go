@@ -255,7 +255,7 @@ func tile(B int) int {
 // over batch tiles and rows).
 func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	B, cols := op.X.Rows, op.X.Cols
-	args := make([]cuda.Arg, 0, 26)
+	args := make([]cuda.Arg, 0, 27)
 	total := 0
 	for i := 0; i < 3; i++ {
 		if i >= len(op.Segs) {
@@ -279,9 +279,18 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
 	nb := tile(B)
 	if mvq {
+		// One wave of blocks at most: a block stages the input once, then
+		// loops over row pairs, so blocks beyond what the device holds at
+		// once would only add a second, thin wave.
 		nb = d.mvqTile(B, cols)
-		blocks := min(ceilDiv(pairs*wpr, matvecWarps), 4*d.ctx.Multiprocessors())
-		return d.launch("mvq_"+strconv.Itoa(nb), cuda.Dim3{X: blocks, Y: ceilDiv(B, nb)}, cuda.Dim3{X: 32 * matvecWarps}, mvqShared(nb, cols), args...)
+		name, shared := "mvq_"+strconv.Itoa(nb), mvqShared(nb, cols)
+		resident, err := d.residentBlocks(name, 32*matvecWarps, shared)
+		if err != nil {
+			return err
+		}
+		tiles := ceilDiv(B, nb)
+		blocks := min(ceilDiv(pairs*wpr, matvecWarps), max(resident/tiles, 1))
+		return d.launch(name, cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: 32 * matvecWarps}, shared, args...)
 	}
 	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
 	name := kernel + "_" + strconv.Itoa(nb)

@@ -274,6 +274,34 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
   }
 }
 
+// group_sync waits for the n threads (whole warps) that use named barrier
+// id.
+static __device__ __forceinline__ void group_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+// PairRows is where row pair pi of a launch lies: rows ra and rb (of
+// segment s, from row r; in GLU mode the gate and up rows r).
+struct PairRows {
+  const uint8_t *ra, *rb;
+  long long rowBytes;
+  int s, r, type;
+};
+
+static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi) {
+  PairRows p;
+  if (a.glu) {
+    p.s = 0, p.r = pi, p.type = a.s0.type, p.rowBytes = a.s0.rowBytes;
+    p.ra = a.s0.W + (size_t)pi * a.s0.rowBytes, p.rb = a.s1.W + (size_t)pi * a.s1.rowBytes;
+    return p;
+  }
+  p.s = mv_locate(a, 2 * pi, &p.r);
+  const MVSeg sg = mv_seg(a, p.s);
+  p.type = sg.type, p.rowBytes = sg.rowBytes;
+  p.ra = sg.W + (size_t)p.r * sg.rowBytes, p.rb = p.ra + sg.rowBytes;
+  return p;
+}
+
 template <int NB>
 static __device__ __forceinline__ void mvq(const MVArgs &a) {
   extern __shared__ int4 smem[];
@@ -282,40 +310,29 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   int4 *xq = smem;
   float4 *xd = (float4 *)(smem + (size_t)NB * xs16(cols));
   const int b0 = blockIdx.y * NB, nb = min(NB, a.B - b0);
-  stage_q8(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
-  __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, total = mv_rows(a);
   // W warps share a row pair, each taking every W-th tile of 32 groups;
   // their sums meet in shared memory in a fixed order.
   const int W = a.wpr, sub = warp % W, per = MV_WARPS / W;
-  const int pairs = a.glu ? total : total / 2;
+  const int pairs = a.glu ? total : total / 2, stride = gridDim.x * per;
+  stage_q8(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
+  __syncthreads();
   __shared__ float part[MV_WARPS][2][NB];
-  for (int base = blockIdx.x * per; base < pairs; base += gridDim.x * per) {
+  for (int base = blockIdx.x * per; base < pairs; base += stride) {
     const int pi = base + warp / W;
     const bool on = pi < pairs;
-    int s = 0, r = 0;
     float acc[2][NB];
 #pragma unroll
     for (int b = 0; b < NB; b++) acc[0][b] = acc[1][b] = 0.f;
     if (on) {
-      const uint8_t *ra, *rb;
-      int type;
-      if (a.glu) {
-        r = pi, type = a.s0.type;
-        ra = a.s0.W + (size_t)r * a.s0.rowBytes, rb = a.s1.W + (size_t)r * a.s1.rowBytes;
-      } else {
-        s = mv_locate(a, 2 * pi, &r);
-        const MVSeg sg = mv_seg(a, s);
-        type = sg.type;
-        ra = sg.W + (size_t)r * sg.rowBytes, rb = ra + sg.rowBytes;
-      }
+      const PairRows p = pair_rows(a, pi);
       const int first = sub * 32 + lane, step = 32 * W;
-      switch (type) {
-      case T_Q4_K: row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q6_K: row_pair<T_Q6_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q5_K: row_pair<T_Q5_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q8_0: row_pair<T_Q8_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q4_0: row_pair<T_Q4_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+      switch (p.type) {
+      case T_Q4_K: row_pair<T_Q4_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q6_K: row_pair<T_Q6_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q5_K: row_pair<T_Q5_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q8_0: row_pair<T_Q8_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q4_0: row_pair<T_Q4_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       }
 #pragma unroll
       for (int b = 0; b < NB; b++) {
@@ -326,42 +343,52 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
         }
       }
     }
+    // The pair's segment and rows, found again rather than kept live
+    // through the products.
+    PairRows p = {};
+    if (on) p = pair_rows(a, pi);
     if (W > 1) {
+      // Only the W warps of the pair wait for each other (barrier 1 + the
+      // pair's index in the block; 0 is __syncthreads'), so the block's
+      // other pairs run on.
       if (on && lane == 0) {
 #pragma unroll
         for (int b = 0; b < NB; b++) part[warp][0][b] = acc[0][b], part[warp][1][b] = acc[1][b];
       }
-      __syncthreads();
+      group_sync(1 + warp / W, 32 * W);
       if (on && sub == 0 && lane < nb) {
         float g0 = 0.f, g1 = 0.f;
         for (int w = warp; w < warp + W; w++) g0 += part[w][0][lane], g1 += part[w][1][lane];
         if (a.glu) {
-          mv_store_glu(a, r, b0 + lane, g0, g1);
+          mv_store_glu(a, p.r, b0 + lane, g0, g1);
         } else {
-          mv_store(a, s, r, b0 + lane, g0);
-          mv_store(a, s, r + 1, b0 + lane, g1);
+          mv_store(a, p.s, p.r, b0 + lane, g0);
+          mv_store(a, p.s, p.r + 1, b0 + lane, g1);
         }
       }
-      __syncthreads();
+      group_sync(1 + warp / W, 32 * W);
       continue;
     }
 #pragma unroll
     for (int b = 0; b < NB; b++) {
       if (!on || lane != b || b >= nb) continue;
       if (a.glu) {
-        mv_store_glu(a, r, b0 + b, acc[0][b], acc[1][b]);
+        mv_store_glu(a, p.r, b0 + b, acc[0][b], acc[1][b]);
       } else {
-        mv_store(a, s, r, b0 + b, acc[0][b]);
-        mv_store(a, s, r + 1, b0 + b, acc[1][b]);
+        mv_store(a, p.s, p.r, b0 + b, acc[0][b]);
+        mv_store(a, p.s, p.r + 1, b0 + b, acc[1][b]);
       }
     }
   }
 }
 
-#define MVQ(NB)                                                                                      \
-  extern "C" __global__ void __launch_bounds__(MV_THREADS, 3) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
+// mvq_<NB>, with MINB blocks per multiprocessor: batch 1 fits in 64
+// registers, so four blocks (32 warps) keep more loads in flight; the
+// wider tiles need 80 (three blocks).
+#define MVQ(NB, MINB)                                                                                \
+  extern "C" __global__ void __launch_bounds__(MV_THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
 
-MVQ(1)
-MVQ(2)
-MVQ(4)
-MVQ(8)
+MVQ(1, 4)
+MVQ(2, 3)
+MVQ(4, 3)
+MVQ(8, 3)

@@ -31,3 +31,17 @@ func (k *Kernel) SetMaxDynamicShared(n int) error {
 	r := C.cuFuncSetAttribute(k.fn, C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, C.int(n))
 	return check("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) "+k.name, r)
 }
+
+// ResidentBlocks is how many blocks of k, launched with threads threads
+// and shared bytes of dynamic shared memory, one multiprocessor holds at
+// once.
+func (k *Kernel) ResidentBlocks(threads, shared int) (int, error) {
+	release, err := k.ctx.bind()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n C.int
+	r := C.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, k.fn, C.int(threads), C.size_t(shared))
+	return int(n), check("cuOccupancyMaxActiveBlocksPerMultiprocessor "+k.name, r)
+}

@@ -282,15 +282,18 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		// One wave of blocks at most: a block stages the input once, then
 		// loops over row pairs, so blocks beyond what the device holds at
 		// once would only add a second, thin wave.
+		// Pairs are dealt to the blocks in turn: at least one block per
+		// multiprocessor while there are pairs to deal.
 		nb = d.mvqTile(B, cols)
-		name, shared := "mvq_"+strconv.Itoa(nb), mvqShared(nb, cols)
-		resident, err := d.residentBlocks(name, 32*matvecWarps, shared)
+		name, shared, threads := "mvq_"+strconv.Itoa(nb), mvqShared(nb, cols), mvqThreads(nb)
+		resident, err := d.residentBlocks(name, threads, shared)
 		if err != nil {
 			return err
 		}
 		tiles := ceilDiv(B, nb)
-		blocks := min(ceilDiv(pairs*wpr, matvecWarps), max(resident/tiles, 1))
-		return d.launch(name, cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: 32 * matvecWarps}, shared, args...)
+		sms := d.ctx.Multiprocessors()
+		blocks := min(max(ceilDiv(pairs*wpr, threads/32), min(sms, pairs)), max(resident/tiles, 1))
+		return d.launch(name, cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: threads}, shared, args...)
 	}
 	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
 	name := kernel + "_" + strconv.Itoa(nb)
@@ -304,17 +307,26 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, nb), Y: ceilDiv(total, matvecWarps*rowsPerWarp)}, cuda.Dim3{X: 32 * matvecWarps}, 0, args...)
 }
 
-// warpsPerPair is how many warps of mvq.cu share a row pair: more when the
-// matrix has too few rows to give every SM 32 warps and its rows are long
-// enough to split in tiles of 32 groups of 64 values. It depends on the
-// shape only, so every batch size sums in the same order.
+// warpsPerPair is how many warps of mvq.cu share a row pair: doubled while
+// the doubled count of warps still fits the 32 per SM that mvq_1 runs at
+// once and the rows are long enough to split in tiles of 32 groups of 64
+// values. It depends on the shape only, so every batch size sums in the
+// same order.
 func warpsPerPair(pairs, cols, sms int) int {
 	tiles := ceilDiv(cols/64, 32)
 	w := 1
-	for w < matvecWarps && 2*w <= tiles && pairs*w < 32*sms {
+	for w < matvecWarps && 2*w <= tiles && pairs*2*w <= 32*sms {
 		w *= 2
 	}
 	return w
+}
+
+// mvqThreads is the block size of mvq_<nb> (THREADS in mvq.cu).
+func mvqThreads(nb int) int {
+	if nb == 1 {
+		return 512
+	}
+	return 256
 }
 
 func boolInt(b bool) int {

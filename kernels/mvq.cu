@@ -14,7 +14,7 @@
 // 512 contiguous bytes; xd holds each group's (d0, s0, d1, s1): the scales
 // of its two 32-value blocks and d times their sums of q.
 //
-// Blocks loop over row pairs (grid-stride), so the staging is paid once per
+// Blocks loop over row pairs (dealt in turn), so the staging is paid once per
 // block, not once per row. A column's result does not depend on the other
 // columns of the batch: every batch size gives a token the same bits.
 #include "fused.cuh"
@@ -209,7 +209,7 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
 }
 
 // STAGE_V is how many float4s of a column each thread holds while staging
-// (columns of up to STAGE_V*4*MV_THREADS values are read in one go).
+// (columns of up to STAGE_V*4*THREADS values are read in one go).
 #define STAGE_V 4
 
 // stage_q8 writes columns b0..b0+nb of the (normalized) input to shared
@@ -217,6 +217,7 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
 // Each thread issues all its loads of a stretch of a column before using
 // any, so the staging costs one memory round trip per stretch, not one per
 // value.
+template <int THREADS>
 static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb, uint32_t *xq, float2 *xd,
                                                 float *red) {
   const int cols = a.cols, n4 = cols >> 2;
@@ -226,11 +227,11 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
     if (a.norm != nullptr) {
       // The sum of squares, in a fixed order: thread, then warp, then block.
       float ss = 0.f;
-      for (int t0 = 0; t0 < n4; t0 += STAGE_V * MV_THREADS) {
+      for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
         float4 v[STAGE_V];
 #pragma unroll
         for (int k = 0; k < STAGE_V; k++) {
-          const int t = t0 + k * MV_THREADS + threadIdx.x;
+          const int t = t0 + k * THREADS + threadIdx.x;
           v[k] = t < n4 ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -243,21 +244,21 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
       __syncthreads();
       float tot = 0.f;
 #pragma unroll
-      for (int w = 0; w < MV_WARPS; w++) tot += red[w];
+      for (int w = 0; w < THREADS / 32; w++) tot += red[w];
       scale = 1.f / sqrtf(tot / (float)cols + a.eps);
     }
-    for (int t0 = 0; t0 < n4; t0 += STAGE_V * MV_THREADS) {
+    for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
       float4 v[STAGE_V], w[STAGE_V];
 #pragma unroll
       for (int k = 0; k < STAGE_V; k++) {
-        const int t = t0 + k * MV_THREADS + threadIdx.x;
+        const int t = t0 + k * THREADS + threadIdx.x;
         const bool in = t < n4;
         v[k] = in ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
         w[k] = in && a.norm != nullptr ? __ldg((const float4 *)a.norm + t) : make_float4(1.f, 1.f, 1.f, 1.f);
       }
 #pragma unroll
       for (int k = 0; k < STAGE_V; k++) {
-        const int t = t0 + k * MV_THREADS + threadIdx.x;
+        const int t = t0 + k * THREADS + threadIdx.x;
         float4 x = v[k];
         if (a.norm != nullptr)
           x = make_float4(x.x * scale * w[k].x, x.y * scale * w[k].y, x.z * scale * w[k].z, x.w * scale * w[k].w);
@@ -302,10 +303,11 @@ static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi) {
   return p;
 }
 
-template <int NB>
+template <int NB, int THREADS>
 static __device__ __forceinline__ void mvq(const MVArgs &a) {
+  constexpr int WARPS = THREADS / 32;
   extern __shared__ int4 smem[];
-  __shared__ float red[MV_WARPS];
+  __shared__ float red[WARPS];
   const int cols = a.cols;
   int4 *xq = smem;
   float4 *xd = (float4 *)(smem + (size_t)NB * xs16(cols));
@@ -313,13 +315,15 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, total = mv_rows(a);
   // W warps share a row pair, each taking every W-th tile of 32 groups;
   // their sums meet in shared memory in a fixed order.
-  const int W = a.wpr, sub = warp % W, per = MV_WARPS / W;
-  const int pairs = a.glu ? total : total / 2, stride = gridDim.x * per;
-  stage_q8(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
+  const int W = a.wpr, sub = warp % W, per = WARPS / W;
+  const int pairs = a.glu ? total : total / 2;
+  stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   __syncthreads();
-  __shared__ float part[MV_WARPS][2][NB];
-  for (int base = blockIdx.x * per; base < pairs; base += stride) {
-    const int pi = base + warp / W;
+  __shared__ float part[WARPS][2][NB];
+  // Pairs are dealt to the blocks in turn (pair i to block i mod the
+  // grid), so a matrix of few pairs still spreads over every block.
+  for (int it = 0; it * per * gridDim.x < pairs; it++) {
+    const int pi = (it * per + warp / W) * gridDim.x + blockIdx.x;
     const bool on = pi < pairs;
     float acc[2][NB];
 #pragma unroll
@@ -382,13 +386,15 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   }
 }
 
-// mvq_<NB>, with MINB blocks per multiprocessor: batch 1 fits in 64
-// registers, so four blocks (32 warps) keep more loads in flight; the
-// wider tiles need 80 (three blocks).
-#define MVQ(NB, MINB)                                                                                \
-  extern "C" __global__ void __launch_bounds__(MV_THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB>(MV_ARGS); }
+// mvq_<NB>: THREADS threads per block, MINB blocks per multiprocessor.
+// Batch 1 fits in 64 registers, so 32 warps per multiprocessor keep more
+// loads in flight, in blocks of 16 warps: each block stages the input
+// once, so wider blocks read it fewer times. The wider tiles need 80
+// registers (24 warps, in blocks of 8).
+#define MVQ(NB, THREADS, MINB)                                                                       \
+  extern "C" __global__ void __launch_bounds__(THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB, THREADS>(MV_ARGS); }
 
-MVQ(1, 4)
-MVQ(2, 3)
-MVQ(4, 3)
-MVQ(8, 3)
+MVQ(1, 512, 2)
+MVQ(2, 256, 3)
+MVQ(4, 256, 3)
+MVQ(8, 256, 3)

@@ -7,9 +7,7 @@
 // Cache layout, per layer: [maxSeqs][ctx][kvHeads*headDim] f32.
 
 #define ATT_THREADS 128
-#define ATT_MAXD 8 // headDim ≤ 32*ATT_MAXD
 #define ATT_MAXG 8 // query heads per KV head
-#define ATT_SLOTS (ATT_MAXG * 32 * ATT_MAXD / ATT_THREADS) // slots per thread at most
 #define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
 #define ATT_TILE 32       // positions per tile of attention_part at most (one per lane)
 

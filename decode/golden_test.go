@@ -82,25 +82,31 @@ func forwardAll(t testing.TB, e Engine, tokens []int32, seq int32) []float32 {
 	return out
 }
 
-func TestGoldenLogits(t *testing.T) {
+// forEachGolden runs fn as a subtest for each golden model of
+// ../shared/golden (dir), named after the model.
+func forEachGolden(t *testing.T, fn func(t *testing.T, dir, name string)) {
 	dir := shared.Path(t, "golden")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 	for _, p := range files {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
-		t.Run(name, func(t *testing.T) {
-			e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
-			ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
-			got := forwardAll(t, e, goldenTokens, 0)
-			if len(ref) != len(got) {
-				t.Fatalf("%d reference logits, %d computed", len(ref), len(got))
-			}
-			err, tol := nmse.Of(got, ref), goldenTolerance(name)
-			t.Logf("NMSE %.3g (tolerance %.0e)", err, tol)
-			if err > tol {
-				t.Errorf("NMSE %.3g exceeds %.0e", err, tol)
-			}
-		})
+		t.Run(name, func(t *testing.T) { fn(t, dir, name) })
 	}
+}
+
+func TestGoldenLogits(t *testing.T) {
+	forEachGolden(t, func(t *testing.T, dir, name string) {
+		e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
+		ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
+		got := forwardAll(t, e, goldenTokens, 0)
+		if len(ref) != len(got) {
+			t.Fatalf("%d reference logits, %d computed", len(ref), len(got))
+		}
+		err, tol := nmse.Of(got, ref), goldenTolerance(name)
+		t.Logf("NMSE %.3g (tolerance %.0e)", err, tol)
+		if err > tol {
+			t.Errorf("NMSE %.3g exceeds %.0e", err, tol)
+		}
+	})
 }
 
 // TestGoldenGreedy decodes 24 tokens greedily after the golden prompt, one

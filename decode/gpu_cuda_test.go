@@ -49,40 +49,35 @@ func gpuCPUTolerance(name string) float64 {
 // GPU engine, with and without graphs, and compares the logits with the CPU
 // engine's and with llama.cpp's.
 func TestGPUGoldenLogits(t *testing.T) {
-	dir := shared.Path(t, "golden")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-	for _, p := range files {
-		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
-		t.Run(name, func(t *testing.T) {
-			m := loadModel(t, "golden/"+name+".gguf")
-			cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
-			if err != nil {
-				t.Fatal(err)
+	forEachGolden(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden/"+name+".gguf")
+		cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		want := forwardAll(t, cpu, goldenTokens, 0)
+		ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
+		var eager []float32
+		for _, graphs := range []bool{false, true} {
+			e := openGPU(t, m, GPUOptions{Context: 64, Graphs: graphs})
+			got := forwardAll(t, e, goldenTokens, 0)
+			ec, tc := nmse.Of(got, want), gpuCPUTolerance(name)
+			eg, tg := nmse.Of(got, ref), goldenTolerance(name)
+			t.Logf("graphs=%v: NMSE vs CPU engine %.3g (tolerance %.0e), vs llama.cpp %.3g (tolerance %.0e)", graphs, ec, tc, eg, tg)
+			if !(ec <= tc) {
+				t.Errorf("graphs=%v: NMSE vs CPU engine %.3g exceeds %.0e", graphs, ec, tc)
 			}
-			defer cpu.Close()
-			want := forwardAll(t, cpu, goldenTokens, 0)
-			ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
-			var eager []float32
-			for _, graphs := range []bool{false, true} {
-				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: graphs})
-				got := forwardAll(t, e, goldenTokens, 0)
-				ec, tc := nmse.Of(got, want), gpuCPUTolerance(name)
-				eg, tg := nmse.Of(got, ref), goldenTolerance(name)
-				t.Logf("graphs=%v: NMSE vs CPU engine %.3g (tolerance %.0e), vs llama.cpp %.3g (tolerance %.0e)", graphs, ec, tc, eg, tg)
-				if !(ec <= tc) {
-					t.Errorf("graphs=%v: NMSE vs CPU engine %.3g exceeds %.0e", graphs, ec, tc)
-				}
-				if !(eg <= tg) {
-					t.Errorf("graphs=%v: NMSE vs llama.cpp %.3g exceeds %.0e", graphs, eg, tg)
-				}
-				if !graphs {
-					eager = got
-				} else if d := maxAbsDiff(got, eager); d != 0 {
-					t.Errorf("graph replay differs from eager launches by up to %g", d)
-				}
+			if !(eg <= tg) {
+				t.Errorf("graphs=%v: NMSE vs llama.cpp %.3g exceeds %.0e", graphs, eg, tg)
 			}
-		})
-	}
+			if !graphs {
+				eager = got
+			} else if d := maxAbsDiff(got, eager); d != 0 {
+				t.Errorf("graph replay differs from eager launches by up to %g", d)
+			}
+		}
+	})
 }
 
 func maxAbsDiff(a, b []float32) float64 {

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"llmserve/internal/cuda"
-	"llmserve/internal/shared"
 )
 
 // stepwise feeds tokens to sequence 0 in steps of the given sizes (cycled)
@@ -58,29 +57,24 @@ var stepSizes = []int{1, 3, 2, 5, 1, 4}
 // step eagerly and from its graph, compared bit for bit) and compares the
 // logits and counters with an eager engine's.
 func TestGPUGraphCheck(t *testing.T) {
-	dir := shared.Path(t, "golden")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-	for _, p := range files {
-		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
-		t.Run(name, func(t *testing.T) {
-			m := loadModel(t, "golden/"+name+".gguf")
-			eager := openGPU(t, m, GPUOptions{Context: 64})
-			want := stepwise(t, eager, goldenTokens, stepSizes)
-			checked := openGPU(t, m, GPUOptions{Context: 64, GraphCheck: true})
-			got := stepwise(t, checked, goldenTokens, stepSizes)
-			if d := bitsDiffer(got, want); d != 0 {
-				t.Errorf("%d of %d logits differ from the eager engine's", d, len(want))
-			}
-			steps := uint64(len(stepSizes)) // 16 tokens, buckets 1, 4, 2, 8, 1, 4
-			es, cs := eager.GraphStats(), checked.GraphStats()
-			if es != (GraphStats{EagerSteps: steps}) {
-				t.Errorf("eager engine stats %+v, want %d eager steps only", es, steps)
-			}
-			if want := (GraphStats{Captures: 4, Replays: steps, EagerSteps: steps}); cs != want {
-				t.Errorf("checked engine stats %+v, want %+v", cs, want)
-			}
-		})
-	}
+	forEachGolden(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden/"+name+".gguf")
+		eager := openGPU(t, m, GPUOptions{Context: 64})
+		want := stepwise(t, eager, goldenTokens, stepSizes)
+		checked := openGPU(t, m, GPUOptions{Context: 64, GraphCheck: true})
+		got := stepwise(t, checked, goldenTokens, stepSizes)
+		if d := bitsDiffer(got, want); d != 0 {
+			t.Errorf("%d of %d logits differ from the eager engine's", d, len(want))
+		}
+		steps := uint64(len(stepSizes)) // 16 tokens, buckets 1, 4, 2, 8, 1, 4
+		es, cs := eager.GraphStats(), checked.GraphStats()
+		if es != (GraphStats{EagerSteps: steps}) {
+			t.Errorf("eager engine stats %+v, want %d eager steps only", es, steps)
+		}
+		if want := (GraphStats{Captures: 4, Replays: steps, EagerSteps: steps}); cs != want {
+			t.Errorf("checked engine stats %+v, want %+v", cs, want)
+		}
+	})
 }
 
 // TestGPUGraphCheckDetects makes the graph differ from the eager launches

@@ -18,6 +18,11 @@ type GPUOptions struct {
 	Context int  // positions per sequence; 0 = the model's trained context
 	MaxSeqs int  // sequence slots in the KV cache; 0 = 1
 	Graphs  bool // replay one captured CUDA graph per batch bucket instead of launching kernels one by one
+	// NoOverlap launches each kernel only once the one ahead has finished,
+	// instead of letting it start early and wait for that kernel's results
+	// on the device (programmatic dependent launch, compute capability 9.0
+	// and a CUDA 12.3 driver or newer).
+	NoOverlap bool
 
 	// Warn receives each fallback (a bucket whose graph could not be
 	// captured or instantiated runs eagerly); nil drops them.
@@ -54,16 +59,17 @@ type GPUEngine struct {
 	dev  *kernels.Device
 	w    gpuWeights
 
-	bufs   []*cuda.Buffer       // every allocation, freed by Close
-	kv     []kernels.DevKVCache // [layer]
-	s      gpuScratch           // device activations for gpuMaxBatch tokens
-	in     *cuda.Buffer         // step inputs and picked tokens, laid out as hostIn then out
-	hostIn []uint32             // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
-	picked []int32              // [gpuMaxBatch] tokens the step picked, read back
-	logits []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
-	check  []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
-	graphs map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
-	stats  gpuGraphStats
+	bufs    []*cuda.Buffer       // every allocation, freed by Close
+	kv      []kernels.DevKVCache // [layer]
+	s       gpuScratch           // device activations for gpuMaxBatch tokens
+	in      *cuda.Buffer         // step inputs and picked tokens, laid out as hostIn then out
+	hostIn  []uint32             // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
+	picked  []int32              // [gpuMaxBatch] tokens the step picked, read back
+	logits  []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check   []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	graphs  map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
+	overlap bool                 // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
+	stats   gpuGraphStats
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -109,7 +115,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}}
+	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap)}
 	if err := e.init(); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("decode: cuda: %w", err)

@@ -332,3 +332,27 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestGPUOverlap runs every golden model from graphs with kernels that
+// start before the one ahead has finished and wait for its results on the
+// device, and with kernels launched one after another; the logits must
+// agree bit for bit (a kernel reading its input too early would not).
+func TestGPUOverlap(t *testing.T) {
+	forEachGolden(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden/"+name+".gguf")
+		serial := openGPU(t, m, GPUOptions{Context: 64, Graphs: true, NoOverlap: true})
+		if serial.overlap {
+			t.Fatal("NoOverlap engine has overlap on")
+		}
+		want := stepwise(t, serial, goldenTokens, stepSizes)
+		for _, graphs := range []bool{true, false} {
+			e := openGPU(t, m, GPUOptions{Context: 64, Graphs: graphs})
+			if !e.overlap {
+				t.Skip("this device or driver has no programmatic dependent launch (needs compute capability 9.0 and CUDA 12.3)")
+			}
+			if d := bitsDiffer(stepwise(t, e, goldenTokens, stepSizes), want); d != 0 {
+				t.Errorf("graphs %v: %d of %d logits differ from the serial launches'", graphs, d, len(want))
+			}
+		}
+	})
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // gpuWeights are the model's tensors on the device: matrices as stored in
-// the file, norms and biases decoded to f32.
+// the file (Q6_K and Q8_0 products in the kernels' wide layout), norms and
+// biases decoded to f32.
 type gpuWeights struct {
 	tokEmbd, output kernels.DevMatrix
 	outputNorm      kernels.DevF32 // 1 × Embd
@@ -31,8 +32,24 @@ type gpuLayer struct {
 type weightArena struct {
 	off   int64                               // next free byte
 	mats  map[*model.Tensor]kernels.DevMatrix // tensors already placed, so a tied output is stored once
-	parts [][]byte                            // host bytes in placement order
+	parts []arenaPart                         // in placement order
 	at    []int64                             // byte offset of each part
+}
+
+// arenaPart is one tensor's host bytes; a wide matrix is converted to the
+// wide layout as it is written, so only one converted copy exists at a
+// time.
+type arenaPart struct {
+	data []byte
+	wide *kernels.DevMatrix // the matrix, when it is stored wide
+}
+
+// bytes is the part as it is written to the device.
+func (p arenaPart) bytes() ([]byte, error) {
+	if p.wide == nil {
+		return p.data, nil
+	}
+	return kernels.Widen(p.wide.Type, p.data, p.wide.Rows, p.wide.Cols)
 }
 
 // A vector (norm, bias, rope factors) with Cols == 0 is absent and keeps a
@@ -44,12 +61,18 @@ const arenaAlign = 256
 // kernels may read a 4-byte word past the end of a row.
 const weightSlack = 256
 
-func (a *weightArena) place(data []byte) cuda.DevPtr {
+// place reserves size bytes for p.
+func (a *weightArena) place(p arenaPart, size int64) cuda.DevPtr {
 	off := a.off
-	a.parts = append(a.parts, data)
+	a.parts = append(a.parts, p)
 	a.at = append(a.at, off)
-	a.off += (int64(len(data)) + arenaAlign - 1) / arenaAlign * arenaAlign
+	a.off += (size + arenaAlign - 1) / arenaAlign * arenaAlign
 	return cuda.DevPtr(off) // relative until the arena is allocated
+}
+
+// placeBytes reserves room for data as it is.
+func (a *weightArena) placeBytes(data []byte) cuda.DevPtr {
+	return a.place(arenaPart{data: data}, int64(len(data)))
 }
 
 // uploadWeights places every tensor of m in one device buffer, after
@@ -58,7 +81,9 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	a := &weightArena{mats: map[*model.Tensor]kernels.DevMatrix{}}
 	var w gpuWeights
 	var err error
-	mat := func(t *model.Tensor) kernels.DevMatrix {
+	// mat places a matrix; product says that only products read it (not
+	// the embedding lookup), so it may be stored wide.
+	mat := func(t *model.Tensor, product bool) kernels.DevMatrix {
 		if err != nil {
 			return kernels.DevMatrix{}
 		}
@@ -69,7 +94,14 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 			err = fmt.Errorf("tensor %q: type %v: %w on CUDA", t.Name, t.Type, model.ErrUnsupported)
 			return kernels.DevMatrix{}
 		}
-		mx := kernels.DevMatrix{Type: t.Type, Rows: t.Rows(), Cols: int(t.Dims[0]), Ptr: a.place(t.Data)}
+		mx := kernels.DevMatrix{Type: t.Type, Rows: t.Rows(), Cols: int(t.Dims[0])}
+		if product && kernels.Widens(mx.Type, mx.Cols) {
+			mx.Wide = true
+			rb, _ := mx.RowBytes()
+			mx.Ptr = a.place(arenaPart{data: t.Data, wide: &mx}, int64(mx.Rows)*rb)
+		} else {
+			mx.Ptr = a.placeBytes(t.Data)
+		}
 		a.mats[t] = mx
 		return mx
 	}
@@ -81,25 +113,25 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		if v, err = f32s(t); err != nil {
 			return kernels.DevF32{}
 		}
-		return kernels.DevF32{Ptr: a.place(cuda.AsBytes(v)), Rows: 1, Cols: len(v)}
+		return kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(v)), Rows: 1, Cols: len(v)}
 	}
-	w.tokEmbd = mat(m.TokEmbd)
-	w.output = mat(m.Output)
+	w.tokEmbd = mat(m.TokEmbd, false) // first, so that a tied output is read as stored
+	w.output = mat(m.Output, true)
 	w.outputNorm = vec(m.OutputNorm)
 	for i := range m.Layers {
 		l := &m.Layers[i]
 		w.layers = append(w.layers, gpuLayer{
 			attnNorm: vec(l.AttnNorm), ffnNorm: vec(l.FFNNorm),
-			q: mat(l.Q), k: mat(l.K), v: mat(l.V), o: mat(l.O),
+			q: mat(l.Q, true), k: mat(l.K, true), v: mat(l.V, true), o: mat(l.O, true),
 			qBias: vec(l.QBias), kBias: vec(l.KBias), vBias: vec(l.VBias),
 			qNorm: vec(l.QNorm), kNorm: vec(l.KNorm),
-			gate: mat(l.Gate), up: mat(l.Up), down: mat(l.Down),
+			gate: mat(l.Gate, true), up: mat(l.Up, true), down: mat(l.Down, true),
 		})
 	}
 	if err == nil {
 		var ff []float32
 		if ff, err = ropeFactors(m); err == nil && ff != nil {
-			w.ropeFactors = kernels.DevF32{Ptr: a.place(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
+			w.ropeFactors = kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
 		}
 	}
 	if err != nil {
@@ -117,8 +149,12 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	if err != nil {
 		return gpuWeights{}, nil, err
 	}
-	for i, p := range a.parts {
-		if err := buf.Write(a.at[i], p); err != nil {
+	for i, part := range a.parts {
+		p, err := part.bytes()
+		if err == nil {
+			err = buf.Write(a.at[i], p)
+		}
+		if err != nil {
 			buf.Free()
 			return gpuWeights{}, nil, err
 		}

@@ -6,6 +6,8 @@
 //
 // Cache layout, per layer: [maxSeqs][ctx][kvHeads*headDim] f32.
 
+#include "overlap.cuh"
+
 #define ATT_THREADS 128
 #define ATT_MAXG 8 // query heads per KV head
 #define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
@@ -63,6 +65,7 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
                                                       float scale, int tile) {
   extern __shared__ __align__(16) float att_smem[];
   __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
+  grid_begin();
   const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int G = heads / kvHeads, kvdim = kvHeads * headDim, hd4 = headDim >> 2, pitch = headDim + 4;
@@ -182,6 +185,7 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
                                            int headDim, int splits, int ctx, int maxSeqs) {
   __shared__ float f[ATT_MAX_SPLITS];
   __shared__ float red[32];
+  grid_begin();
   const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b], d = threadIdx.x;
   float *o = out + ((size_t)b * heads + h) * headDim;
   if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
@@ -262,6 +266,7 @@ extern "C" __global__ void rope_store(float *q, const float *__restrict__ k, con
                                       const int *__restrict__ seq, const float *__restrict__ factors, int heads,
                                       int kvHeads, int headDim, int ropeDim, float base, int neox, float eps,
                                       int ctx, int maxSeqs) {
+  grid_begin();
   const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
   const bool isK = h >= heads;
   const int kvh = h - heads, kvdim = kvHeads * headDim;

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"path"
+	"strings"
 
 	"llmserve/internal/cuda"
 )
@@ -48,6 +49,23 @@ var kernelNames = map[string][]string{
 	"sample":    {"sample"},
 }
 
+// waitsItself says whether kernel name calls grid_begin (overlap.cuh)
+// before it reads what earlier kernels wrote, so that it may be launched to
+// overlap the kernel before it. The kernels only tests use are not.
+func waitsItself(name string) bool {
+	for _, p := range []string{"mvq_", "matvec_", "get_rows_", "attention_part_", "attention_merge", "rope_store", "sample"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetOverlap allows or forbids a kernel to start before the one ahead of
+// it has finished (programmatic dependent launch; on by default where the
+// device and driver have it). It reports whether overlap is now on.
+func (d *Device) SetOverlap(on bool) bool { return d.ctx.SetOverlap(on) }
+
 // OpenDevice opens CUDA device ordinal and loads the embedded kernels.
 func OpenDevice(ordinal int) (*Device, error) {
 	ctx, err := cuda.Open(ordinal)
@@ -79,9 +97,13 @@ func OpenDevice(ordinal int) (*Device, error) {
 				d.Close()
 				return nil, fmt.Errorf("kernels: %s.fatbin: %w", mod, err)
 			}
+			if waitsItself(name) {
+				k.SetWaits()
+			}
 			d.kernels[name] = k
 		}
 	}
+	ctx.SetOverlap(true)
 	if err := d.optInShared(); err != nil {
 		d.Close()
 		return nil, err

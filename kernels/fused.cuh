@@ -17,6 +17,7 @@
 // depend on the batch it runs in (on the f32 kernels, up to the order of
 // the final sums).
 #pragma once
+#include "overlap.cuh"
 #include "quant.cuh"
 
 #define MV_THREADS 256 // threads per block of every matrix-vector kernel

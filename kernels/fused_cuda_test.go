@@ -234,3 +234,60 @@ func TestMatVecFusedErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMatVecWide checks that the products read a Q6_K or Q8_0 matrix in the
+// wide layout to the same bits as in the GGUF layout, alone, as gate and
+// up, and in batches, and that the kernels that cannot read it say so.
+func TestMatVecWide(t *testing.T) {
+	for _, typ := range []gguf.Type{gguf.TypeQ6_K, gguf.TypeQ8_0} {
+		for _, cols := range []int{256, 2304, 4096} {
+			t.Run(fmt.Sprintf("%v/%d", typ, cols), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(5, uint64(cols)))
+				g := newBuffers(t)
+				const rows = 70
+				gate, up := randomRows(rng, typ, rows, cols), randomRows(rng, typ, rows, cols)
+				matrices := func(wide bool) (DevMatrix, DevMatrix) {
+					m := func(data []byte) DevMatrix {
+						if wide {
+							w, err := Widen(typ, data, rows, cols)
+							if err != nil {
+								t.Fatal(err)
+							}
+							data = w
+						}
+						return DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data), Wide: wide}
+					}
+					return m(gate), m(up)
+				}
+				gw, uw := matrices(true)
+				gg, ug := matrices(false)
+				norm := g.f32(randF32(rng, cols), 1, cols)
+				for _, B := range []int{1, 3, 13} {
+					x := g.f32(randF32(rng, B*cols), B, cols)
+					for _, glu := range []bool{false, true} {
+						run := func(a, b DevMatrix) []float32 {
+							op := MatVecOp{Segs: []MatVecSeg{{W: a, Y: g.poisoned(B, rows)}, {W: b, Y: g.poisoned(B, rows)}}, X: x, Norm: norm, Eps: 1e-6, GLU: glu}
+							if err := dev.MatVecFused(op); err != nil {
+								t.Fatal(err)
+							}
+							out := read(t, op.Segs[0].Y)
+							if !glu {
+								out = append(out, read(t, op.Segs[1].Y)...)
+							}
+							return out
+						}
+						got, want := run(gw, uw), run(gg, ug)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("B=%d GLU %v: value %d is %g wide, %g as stored", B, glu, i, got[i], want[i])
+							}
+						}
+					}
+				}
+				if err := dev.GetRows(gw, g.i32([]int32{0}), g.poisoned(1, cols)); err == nil {
+					t.Error("GetRows read a wide matrix")
+				}
+			})
+		}
+	}
+}

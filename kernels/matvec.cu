@@ -40,6 +40,7 @@ template <int T, int NB, int R, bool Q8>
 __device__ __forceinline__ void matvec(const MVArgs &a) {
   __shared__ float4 xs4[NB * MV_TILE * MV_PAD / 4];
   __shared__ float red[MV_WARPS], scale[NB];
+  grid_begin();
   float *xs = (float *)xs4;
   const int lane = threadIdx.x & 31;
   const int cols = a.cols;
@@ -147,6 +148,7 @@ __device__ __forceinline__ void matvec(const MVArgs &a) {
 template <int T>
 __device__ __forceinline__ void get_rows(const uint8_t *__restrict__ W, const int *__restrict__ ids,
                                          float *__restrict__ out, int cols, long long rowBytes, int nrows) {
+  grid_begin();
   const int b = blockIdx.y;
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= (cols >> 5)) return;
@@ -181,6 +183,7 @@ template <> __device__ __forceinline__ float load_elem<T_BF16>(const uint8_t *ro
 template <int T, int NB>
 __device__ __forceinline__ void matvec_elem(const MVArgs &a) {
   __shared__ float red[MV_WARPS], scale[NB];
+  grid_begin();
   const int lane = threadIdx.x & 31;
   int r = 0;
   const int s = mv_warp_rows<1>(a, blockIdx.y, threadIdx.x >> 5, &r);
@@ -226,6 +229,7 @@ __device__ __forceinline__ void matvec_elem(const MVArgs &a) {
   MATVEC_ELEM(NAME, T, 8)                                                                            \
   extern "C" __global__ void get_rows_elem_##NAME(const uint8_t *W, const int *ids, float *out,      \
                                                   int cols, long long rowBytes, int nrows) {         \
+    grid_begin();                                                                                    \
     const int b = blockIdx.y, k = blockIdx.x * blockDim.x + threadIdx.x, id = ids[b];               \
     if (k < cols) out[(size_t)b * cols + k] = id >= 0 && id < nrows ? load_elem<T>(W + (size_t)id * rowBytes, k) : 0.f; \
   }

@@ -218,7 +218,7 @@ func (d *Device) mvqFits(op MatVecOp) bool {
 			return false
 		}
 	}
-	return !op.GLU || op.Segs[0].W.Type == op.Segs[1].W.Type
+	return !op.GLU || op.Segs[0].W.typeCode() == op.Segs[1].W.typeCode()
 }
 
 // mvqShared is the dynamic shared memory of mvq_<nb>: nb columns of 8-bit
@@ -264,7 +264,7 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		}
 		s := op.Segs[i]
 		rb, _ := s.W.RowBytes()
-		args = append(args, cuda.P(s.W.Ptr), cuda.P(s.Y.Ptr), cuda.P(s.Bias.Ptr), cuda.Arg(rb), cuda.I(s.W.Rows), cuda.I(int(s.W.Type)))
+		args = append(args, cuda.P(s.W.Ptr), cuda.P(s.Y.Ptr), cuda.P(s.Bias.Ptr), cuda.Arg(rb), cuda.I(s.W.Rows), cuda.I(s.W.typeCode()))
 		total += s.W.Rows
 	}
 	if op.GLU {
@@ -295,6 +295,11 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		blocks := min(max(ceilDiv(pairs*wpr, threads/32), min(sms, pairs)), max(resident/tiles, 1))
 		return d.launch(name, cuda.Dim3{X: blocks, Y: tiles}, cuda.Dim3{X: threads}, shared, args...)
 	}
+	for _, s := range op.Segs {
+		if s.W.Wide {
+			return fmt.Errorf("kernels: matvec: a wide %v matrix of %d×%d is read by the 8-bit products only, which cannot run this product (batch %d)", s.W.Type, s.W.Rows, s.W.Cols, B)
+		}
+	}
 	_, kernel, _ := checkMatrix("matvec", op.Segs[0].W)
 	name := kernel + "_" + strconv.Itoa(nb)
 	rowsPerWarp := 1 // GLU: one gate and up pair per warp
@@ -311,7 +316,9 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 // the doubled count of warps still fits the 32 per SM that mvq_1 runs at
 // once and the rows are long enough to split in tiles of 32 groups of 64
 // values. It depends on the shape only, so every batch size sums in the
-// same order.
+// same order. (Choosing the count with the fewest tile-sized steps
+// instead, which shares the 8B gate/up pairs between two warps, measured
+// slower.)
 func warpsPerPair(pairs, cols, sms int) int {
 	tiles := ceilDiv(cols/64, 32)
 	w := 1
@@ -342,6 +349,9 @@ func (d *Device) GetRows(w DevMatrix, ids DevI32, out DevF32) error {
 	rb, kernel, err := checkMatrix("get_rows", w)
 	if err != nil {
 		return err
+	}
+	if w.Wide {
+		return fmt.Errorf("kernels: get_rows: a wide %v matrix is read by the products only", w.Type)
 	}
 	if out.Cols != w.Cols || out.Rows != ids.Len || ids.Len < 1 {
 		return fmt.Errorf("kernels: get_rows: W %d×%d, %d ids, out %d×%d: want out %d×%d",

@@ -46,7 +46,7 @@ template <int T> struct Group;
 // Q8_0: blocks of {f16 d; int8 q[32]}; a group is two blocks, 68 bytes at
 // a 4-byte aligned offset.
 template <> struct Group<T_Q8_0> {
-  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
     const uint32_t *p = (const uint32_t *)(row + 68 * g);
     uint32_t v[17];
 #pragma unroll
@@ -65,7 +65,7 @@ template <> struct Group<T_Q8_0> {
 // Q4_0: blocks of {f16 d; u8 q[16]} (value j: low nibble of q[j], value
 // j+16: high nibble, both minus 8); a group is 36 bytes, 4-byte aligned.
 template <> struct Group<T_Q4_0> {
-  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
     const uint32_t *p = (const uint32_t *)(row + 36 * g);
     uint32_t v[9];
 #pragma unroll
@@ -100,7 +100,7 @@ static __device__ __forceinline__ void k4_coefs(uint4 h, int j, G64 &w) {
 // group j of a block is qs[32j..32j+32): low nibbles are sub-block 2j,
 // high nibbles sub-block 2j+1. Blocks are 144 bytes, 16-byte aligned.
 template <> struct Group<T_Q4_K> {
-  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
     const uint8_t *p = row + 144 * (g >> 2);
     const int j = g & 3;
     const uint4 h = ld128(p), a = ld128(p + 16 + 32 * j), b = ld128(p + 32 + 32 * j);
@@ -118,7 +118,7 @@ template <> struct Group<T_Q4_K> {
 // u8 qh[32]; u8 qs[128]}; bit 2j of qh[l] belongs to value l of sub-block
 // 2j, bit 2j+1 to value l of sub-block 2j+1. 176 bytes, 16-byte aligned.
 template <> struct Group<T_Q5_K> {
-  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
     const uint8_t *p = row + 176 * (g >> 2);
     const int j = g & 3;
     const uint4 h = ld128(p), h0 = ld128(p + 16), h1 = ld128(p + 32);
@@ -134,6 +134,30 @@ template <> struct Group<T_Q5_K> {
   }
 };
 
+// q6_group builds group j of a Q6_K block from its words: l0 and l1 the
+// low bits of the group's two 32-value halves, hb their high bits, sc the
+// four 16-value scales, d the block scale.
+static __device__ __forceinline__ void q6_group(const uint32_t l0[8], const uint32_t l1[8], const uint32_t hb[8],
+                                                uint32_t sc, float d, int sub, G64 &w) {
+  const int s4 = 4 * sub;
+#pragma unroll
+  for (int k = 0; k < 8; k++) {
+    const uint32_t a = ((l0[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> s4) & 0x03030303u) << 4);
+    const uint32_t b = ((l1[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> (s4 + 2)) & 0x03030303u) << 4);
+    w.q[k] = (int)__vsub4(a, 0x20202020u);
+    w.q[8 + k] = (int)__vsub4(b, 0x20202020u);
+  }
+#pragma unroll
+  for (int k = 0; k < 4; k++) w.c[k] = d * (float)(signed char)((sc >> (8 * k)) & 0xFF);
+  w.m[0] = w.m[1] = 0.f;
+}
+
+// words8 is the 16-byte aligned 32 bytes at p as words.
+static __device__ __forceinline__ void words8(const uint8_t *p, uint32_t out[8]) {
+  const uint4 a = ld128(p), b = ld128(p + 16);
+  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+}
+
 // Q6_K: 256-value blocks of {u8 ql[128]; u8 qh[64]; int8 scales[16]; f16
 // d}, 210 bytes, 2-byte aligned. Half n (128 values) uses ql[64n..64n+64)
 // and qh[32n..32n+32); in it, value l (< 32) is ql[l] low | qh[l] bits 0-1,
@@ -141,7 +165,7 @@ template <> struct Group<T_Q5_K> {
 // 4-5, value 96+l is ql[32+l] high | bits 6-7, all minus 32; each 16
 // values have a scale. Group j is values 64j..64j+64 of the block.
 template <> struct Group<T_Q6_K> {
-  static __device__ __forceinline__ void load(const uint8_t *row, int g, G64 &w) {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
     const uint8_t *p = row + 210 * (g >> 2);
     const int j = g & 3, n = j >> 1, sub = j & 1;
     uint32_t l0[8], l1[8], hb[8], sc[1];
@@ -149,18 +173,40 @@ template <> struct Group<T_Q6_K> {
     words_a2<8>(p + 64 * n + 32, l1);
     words_a2<8>(p + 128 + 32 * n, hb);
     words_a2<1>(p + 192 + 8 * n + 4 * sub, sc);
-    const int s4 = 4 * sub;
+    q6_group(l0, l1, hb, sc[0], h2f(ld16(p + 208)), sub, w);
+  }
+};
+
+// T_WIDE added to a type code is the type in its wide layout
+// (kernels/wide.go): every field at a 16-byte aligned offset.
+#define T_WIDE 256
+
+// Q8_0, wide: a row's 8-bit values (cols bytes), then its blocks' f16
+// scales; group g is values 64g..64g+64 and scales 2g, 2g+1.
+template <> struct Group<T_Q8_0 + T_WIDE> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
+    const uint8_t *p = row + 64 * g;
+    const uint4 v[4] = {ld128(p), ld128(p + 16), ld128(p + 32), ld128(p + 48)};
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-      const uint32_t a = ((l0[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> s4) & 0x03030303u) << 4);
-      const uint32_t b = ((l1[k] >> s4) & 0x0F0F0F0Fu) | (((hb[k] >> (s4 + 2)) & 0x03030303u) << 4);
-      w.q[k] = (int)__vsub4(a, 0x20202020u);
-      w.q[8 + k] = (int)__vsub4(b, 0x20202020u);
-    }
-    const float d = h2f(ld16(p + 208));
-#pragma unroll
-    for (int k = 0; k < 4; k++) w.c[k] = d * (float)(signed char)((sc[0] >> (8 * k)) & 0xFF);
+    for (int k = 0; k < 4; k++) w.q[4 * k] = (int)v[k].x, w.q[4 * k + 1] = (int)v[k].y, w.q[4 * k + 2] = (int)v[k].z, w.q[4 * k + 3] = (int)v[k].w;
+    const uint32_t d = __ldg((const uint32_t *)(row + cols + 4 * g));
+    const float d0 = h2f(d & 0xFFFF), d1 = h2f(d >> 16);
+    w.c[0] = w.c[1] = d0, w.c[2] = w.c[3] = d1;
     w.m[0] = w.m[1] = 0.f;
+  }
+};
+
+// Q6_K, wide: the blocks padded to 224 bytes, so ql, qh and the scales are
+// read with 16-byte loads.
+template <> struct Group<T_Q6_K + T_WIDE> {
+  static __device__ __forceinline__ void load(const uint8_t *row, int g, int cols, G64 &w) {
+    const uint8_t *p = row + 224 * (g >> 2);
+    const int j = g & 3, n = j >> 1, sub = j & 1;
+    uint32_t l0[8], l1[8], hb[8];
+    words8(p + 64 * n, l0);
+    words8(p + 64 * n + 32, l1);
+    words8(p + 128 + 32 * n, hb);
+    q6_group(l0, l1, hb, ld32(p + 192 + 8 * n + 4 * sub), h2f(ld16(p + 208)), sub, w);
   }
 };
 
@@ -193,8 +239,8 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
   const int G = cols >> 6;
   for (int g = first; g < G; g += step) {
     G64 wa, wb;
-    Group<T>::load(ra, g, wa);
-    Group<T>::load(rb, g, wb);
+    Group<T>::load(ra, g, cols, wa);
+    Group<T>::load(rb, g, cols, wb);
     const int piece0 = (g >> 5) * 128 + (g & 31);
 #pragma unroll
     for (int b = 0; b < NB; b++) {
@@ -317,6 +363,20 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   // their sums meet in shared memory in a fixed order.
   const int W = a.wpr, sub = warp % W, per = WARPS / W;
   const int pairs = a.glu ? total : total / 2;
+  // The weights are no kernel's output: before waiting for the kernel
+  // ahead (overlap.cuh), the warp asks L2 for the first 2 KiB of its first
+  // tile of each row of its first pair (one line per lane, at most 4 KiB a
+  // warp, so L2 keeps what it fetched), and that trip to memory overlaps
+  // the kernel ahead and the staging of x.
+  if (blockIdx.y == 0) {
+    const int pi = (warp / W) * gridDim.x + blockIdx.x;
+    if (pi < pairs) {
+      const PairRows p = pair_rows(a, pi);
+      const long long off = p.rowBytes * 2048 / cols * sub + 128 * (lane & 15);
+      if (off < p.rowBytes) prefetch_l2((lane < 16 ? p.ra : p.rb) + off);
+    }
+  }
+  grid_begin();
   stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   __syncthreads();
   __shared__ float part[WARPS][2][NB];
@@ -337,6 +397,8 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       case T_Q5_K: row_pair<T_Q5_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       case T_Q8_0: row_pair<T_Q8_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       case T_Q4_0: row_pair<T_Q4_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q6_K + T_WIDE: row_pair<T_Q6_K + T_WIDE, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      case T_Q8_0 + T_WIDE: row_pair<T_Q8_0 + T_WIDE, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       }
 #pragma unroll
       for (int b = 0; b < NB; b++) {

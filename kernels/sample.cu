@@ -15,6 +15,8 @@
 // logits with the same u.
 #include <stdint.h>
 
+#include "overlap.cuh"
+
 #define SAMPLE_THREADS 1024
 #define SAMPLE_CAP 1024
 #define SAMPLE_WARPS (SAMPLE_THREADS / 32)
@@ -266,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
   __shared__ float redf[SAMPLE_WARPS];
   __shared__ int redi[SAMPLE_WARPS];
   __shared__ int result;
+  grid_begin();
   const int r = blockIdx.x;
   const Pick p = picks[r];
   const float *x = logits + (size_t)r * n;

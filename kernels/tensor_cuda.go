@@ -38,10 +38,28 @@ type DevMatrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Ptr        cuda.DevPtr
+	Wide       bool // stored in the wide layout (Widen), which only the 8-bit products read
 }
 
 // RowBytes is the stored size of one row.
-func (m DevMatrix) RowBytes() (int64, error) { return m.Type.RowBytes(int64(m.Cols)) }
+func (m DevMatrix) RowBytes() (int64, error) {
+	if m.Wide {
+		return WideRowBytes(m.Type, m.Cols)
+	}
+	return m.Type.RowBytes(int64(m.Cols))
+}
+
+// typeCode is the matrix's type as the kernels name it (T_* in quant.cuh,
+// plus T_WIDE in mvq.cu for the wide layout).
+func (m DevMatrix) typeCode() int {
+	if m.Wide {
+		return int(m.Type) + typeWide
+	}
+	return int(m.Type)
+}
+
+// typeWide is T_WIDE in mvq.cu.
+const typeWide = 256
 
 // DevF32Buffer views a whole buffer as a rows × cols f32 array, checking the
 // size.

@@ -39,6 +39,7 @@ func benchCmd(args []string) error {
 	fs.IntVar(&ec.Threads, "t", 0, "CPU threads (0 = all)")
 	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
+	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step (GPU engine)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -48,6 +49,7 @@ func benchCmd(args []string) error {
 		return errors.New("bench needs -m model.gguf")
 	}
 	ec.CUDAGraphs = !*noGraphs
+	ec.NoOverlap = *noOverlap
 	sizes, err := parseInts(*batches)
 	if err != nil {
 		return fmt.Errorf("-B: %w", err)

@@ -24,6 +24,9 @@ func openModel(path string) (*gguf.File, *model.Model, error) {
 	return f, m, nil
 }
 
+// overlapUsage describes the --no-overlap flag.
+const overlapUsage = "launch each kernel only once the one ahead has finished, instead of letting it start early and wait on the device (GPU, compute capability 9.0+)"
+
 // errNoGPU says that this binary was built without GPU support.
 var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)")
 
@@ -35,6 +38,7 @@ type engineConfig struct {
 	Threads    int          // CPU threads
 	GPULayers  int          // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
 	CUDAGraphs bool         // replay decode steps from captured CUDA graphs
+	NoOverlap  bool         // launch each kernel only once the previous one has finished
 	GraphDump  string       // folder for DOT files of captured graphs, or ""
 	GraphCheck bool         // run steps eagerly and from graphs and compare
 	Info       func(string) // progress and diagnostics of the GPU engine; nil: none

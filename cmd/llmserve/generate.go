@@ -39,6 +39,7 @@ func generateCmd(args []string) error {
 	threads := fs.Int("t", 0, "CPU threads (0 = all)")
 	gpuLayers := fs.Int("ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
+	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	parseSpecial := fs.Bool("special", false, "parse special-token text (e.g. <|eot_id|>) in the prompt")
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	var sp decode.SamplerParams
@@ -91,7 +92,7 @@ func generateCmd(args []string) error {
 	if ctxLen > m.CtxTrain {
 		fmt.Fprintf(os.Stderr, "llmserve: warning: context of %d tokens is larger than the %d the model was trained on\n", ctxLen, m.CtxTrain)
 	}
-	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs},
+	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap},
 		func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err

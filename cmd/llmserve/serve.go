@@ -40,6 +40,7 @@ type serveOptions struct {
 	noCUDAGraphs bool
 	graphDump    string
 	graphCheck   bool
+	noOverlap    bool
 	apiKey       string
 	cors         string
 	timeout      time.Duration
@@ -89,6 +90,7 @@ Flags (one or two dashes):
 	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU)")
 	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
+	fs.BoolVar(&o.noOverlap, "no-overlap", false, overlapUsage)
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
 	str(&o.apiKey, "api-key", os.Getenv("LLMSERVE_API_KEY"), "require 'Authorization: Bearer `KEY`' on every route but /health (default $LLMSERVE_API_KEY)")
 	str(&o.cors, "cors-origin", "", "comma-separated `origins` allowed to call from a browser (\"*\": any)")
@@ -271,7 +273,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	eng, desc, err := openEngine(m, engineConfig{
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
-		GraphDump: o.graphDump, GraphCheck: o.graphCheck,
+		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),
 	}, func(s string) { log.Warn().Msg(s) })

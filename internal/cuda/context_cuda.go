@@ -19,6 +19,12 @@ type Context struct {
 	stream cu.Stream // non-blocking stream all work is queued on
 	name   string    // device name, for messages
 	sms    int       // multiprocessor count
+	major  int       // compute capability (major)
+	driver int       // driver's CUDA version, e.g. 13000
+
+	// overlap lets kernels marked by SetWaits start before the previous
+	// kernel has finished (programmatic dependent launch).
+	overlap bool
 }
 
 // Open retains the primary context of device ordinal and creates a stream.
@@ -54,6 +60,12 @@ func Open(ordinal int) (*Context, error) {
 		c.Close()
 		return nil, wrap("cuDeviceGetAttribute", err)
 	}
+	if c.major, err = c.dev.Attribute(cu.ComputeCapabilityMajor); err != nil {
+		c.Close()
+		return nil, wrap("cuDeviceGetAttribute", err)
+	}
+	c.driver = cu.Version() // -1 when the driver does not say
+
 	return c, nil
 }
 
@@ -81,6 +93,19 @@ func (c *Context) Do(fn func() error) error {
 
 // Name is the device's name.
 func (c *Context) Name() string { return c.name }
+
+// overlapDriver is the first driver version that records launches allowed
+// to overlap into a captured graph (as programmatic edges).
+const overlapDriver = 12030
+
+// SetOverlap allows or forbids kernels marked by SetWaits to start before
+// the kernel ahead of them has finished (programmatic dependent launch). It
+// needs compute capability 9.0 and a driver of CUDA 12.3 or newer; on
+// others it stays off. It reports whether overlap is now on.
+func (c *Context) SetOverlap(on bool) bool {
+	c.overlap = on && c.major >= 9 && c.driver >= overlapDriver
+	return c.overlap
+}
 
 // Multiprocessors is the device's multiprocessor count.
 func (c *Context) Multiprocessors() int { return c.sms }

@@ -5,6 +5,7 @@ package cuda
 /*
 #include <cuda.h>
 #include <stdint.h>
+#include <string.h>
 
 // llm_launch launches f with n parameters, each held in an 8-byte slot of
 // args (a 4-byte parameter reads the slot's low half).
@@ -14,6 +15,30 @@ static CUresult llm_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 	void *params[32];
 	for (int i = 0; i < n && i < 32; i++) params[i] = &args[i];
 	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, NULL);
+}
+
+// llm_launch_overlap is llm_launch with programmatic stream serialization
+// allowed: the kernel may start before the previous kernel in the stream
+// has finished (it waits with griddepcontrol.wait before using its
+// results).
+static CUresult llm_launch_overlap(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+		unsigned bx, unsigned by, unsigned bz, unsigned shm, CUstream s,
+		uint64_t *args, int n) {
+	void *params[32];
+	for (int i = 0; i < n && i < 32; i++) params[i] = &args[i];
+	CUlaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	attr.value.programmaticStreamSerializationAllowed = 1;
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = gz;
+	cfg.blockDimX = bx, cfg.blockDimY = by, cfg.blockDimZ = bz;
+	cfg.sharedMemBytes = shm;
+	cfg.hStream = s;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return cuLaunchKernelEx(&cfg, f, params, NULL);
 }
 */
 import "C"
@@ -76,10 +101,17 @@ func (m *Module) Unload() error {
 
 // Kernel is one function of a loaded module.
 type Kernel struct {
-	ctx  *Context
-	fn   C.CUfunction
-	name string
+	ctx     *Context
+	fn      C.CUfunction
+	name    string
+	overlap bool // the kernel waits for the previous one itself (SetWaits)
 }
+
+// SetWaits says that k waits for the kernel before it in the stream by
+// itself (griddepcontrol.wait before it reads that kernel's results or
+// writes anything), so that when the context allows overlap (SetOverlap)
+// it is launched to start early.
+func (k *Kernel) SetWaits() { k.overlap = true }
 
 // Name is the kernel's name.
 func (k *Kernel) Name() string { return k.name }
@@ -130,7 +162,11 @@ func (k *Kernel) Launch(grid, block Dim3, shared int, args ...Arg) error {
 	if len(args) > 0 {
 		argp = (*C.uint64_t)(unsafe.Pointer(&args[0]))
 	}
-	r := C.llm_launch(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared),
-		C.CUstream(unsafe.Pointer(k.ctx.stream.C())), argp, C.int(len(args)))
+	s := C.CUstream(unsafe.Pointer(k.ctx.stream.C()))
+	if k.overlap && k.ctx.overlap {
+		r := C.llm_launch_overlap(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), s, argp, C.int(len(args)))
+		return check("cuLaunchKernelEx "+k.name, r)
+	}
+	r := C.llm_launch(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), s, argp, C.int(len(args)))
 	return check("cuLaunchKernel "+k.name, r)
 }

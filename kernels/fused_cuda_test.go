@@ -71,8 +71,9 @@ func refProduct(typ gguf.Type, data []byte, rows, cols int, x []float32) []float
 // TestMatVecFused checks every fusion (RMSNorm of the input, three
 // matrices of mixed types with biases, the residual add, gate/up with
 // SwiGLU) against the f64 reference, on the 8-bit kernels (one warp or
-// several per row pair) and the f32 ones (float and other quantized
-// types, and mixes of types the 8-bit kernels split).
+// several per row pair), the 16-bit float one (mvh_1, at B=1) and the f32
+// ones (float and other quantized types, and mixes of types the 8-bit
+// kernels split).
 func TestMatVecFused(t *testing.T) {
 	type mix struct {
 		name  string
@@ -86,6 +87,9 @@ func TestMatVecFused(t *testing.T) {
 		{"long-rows", [3]gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0}, 8192}, // several warps per row pair
 		{"q5_0", [3]gguf.Type{gguf.TypeQ5_0, gguf.TypeQ5_0, gguf.TypeQ5_0}, 448},
 		{"f16", [3]gguf.Type{gguf.TypeF16, gguf.TypeF16, gguf.TypeF16}, 448},
+		{"f16-tiles", [3]gguf.Type{gguf.TypeF16, gguf.TypeF16, gguf.TypeF16}, 1280},    // mvh_1 at B=1
+		{"bf16-tiles", [3]gguf.Type{gguf.TypeBF16, gguf.TypeBF16, gguf.TypeBF16}, 768}, // mvh_1 at B=1
+		{"f16-long", [3]gguf.Type{gguf.TypeF16, gguf.TypeF16, gguf.TypeF16}, 8192},     // mvh_1, several warps per row pair
 		{"f32-odd", [3]gguf.Type{gguf.TypeF32, gguf.TypeF32, gguf.TypeF32}, 172},
 	}
 	rows := [3]int{64, 32, 30}

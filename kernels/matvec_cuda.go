@@ -56,7 +56,7 @@ func mvqKernels() []string {
 	for _, nb := range matvecTiles {
 		names = append(names, "mvq_"+strconv.Itoa(nb))
 	}
-	return names
+	return append(names, "mvh_1")
 }
 
 func isFloatType(t gguf.Type) bool {
@@ -206,10 +206,14 @@ func (op *MatVecOp) rowsEven() bool {
 	return true
 }
 
-// mvqFits says whether op runs on the 8-bit kernels: their types, rows of
-// whole 64-value groups, an even number of rows per matrix, one type for
-// gate and up, and the staged input within the device's shared memory.
+// mvqFits says whether op runs on the kernels of mvq.cu: on the 8-bit ones
+// (their types, rows of whole 64-value groups, an even number of rows per
+// matrix, one type for gate and up, and the staged input within the
+// device's shared memory), or on the 16-bit float one (mvhFits).
 func (d *Device) mvqFits(op MatVecOp) bool {
+	if d.mvhFits(op) {
+		return true
+	}
 	if op.X.Cols%64 != 0 || !op.rowsEven() || d.mvqTile(op.X.Rows, op.X.Cols) == 0 {
 		return false
 	}
@@ -220,6 +224,26 @@ func (d *Device) mvqFits(op MatVecOp) bool {
 	}
 	return !op.GLU || op.Segs[0].W.typeCode() == op.Segs[1].W.typeCode()
 }
+
+// mvhFits says whether op runs on mvh_1: one column, F16 or BF16 matrices
+// of one type with an even number of rows of whole 256-value tiles, and
+// the input, staged as floats, within the device's shared memory.
+func (d *Device) mvhFits(op MatVecOp) bool {
+	t := op.Segs[0].W.Type
+	if op.X.Rows != 1 || op.X.Cols%256 != 0 || !op.rowsEven() || mvhShared(op.X.Cols) > d.maxShared ||
+		(t != gguf.TypeF16 && t != gguf.TypeBF16) {
+		return false
+	}
+	for _, s := range op.Segs {
+		if s.W.Type != t {
+			return false
+		}
+	}
+	return true
+}
+
+// mvhShared is the dynamic shared memory of mvh_1: the column as floats.
+func mvhShared(cols int) int { return 4 * cols }
 
 // mvqShared is the dynamic shared memory of mvq_<nb>: nb columns of 8-bit
 // values, each padded to a multiple of 2048 (xs16 in mvq.cu), and a (d, s)
@@ -255,7 +279,7 @@ func tile(B int) int {
 // over batch tiles and rows).
 func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	B, cols := op.X.Rows, op.X.Cols
-	args := make([]cuda.Arg, 0, 27)
+	args := make([]cuda.Arg, 0, 28)
 	total := 0
 	for i := 0; i < 3; i++ {
 		if i >= len(op.Segs) {
@@ -276,7 +300,7 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	}
 	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), cuda.I(mvqFlags))
 	nb := tile(B)
 	if mvq {
 		// One wave of blocks at most: a block stages the input once, then
@@ -286,6 +310,9 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		// multiprocessor while there are pairs to deal.
 		nb = d.mvqTile(B, cols)
 		name, shared, threads := "mvq_"+strconv.Itoa(nb), mvqShared(nb, cols), mvqThreads(nb)
+		if isFloatType(op.Segs[0].W.Type) {
+			name, shared, threads = "mvh_1", mvhShared(cols), mvqThreads(1)
+		}
 		resident, err := d.residentBlocks(name, threads, shared)
 		if err != nil {
 			return err

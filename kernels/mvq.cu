@@ -258,6 +258,35 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
 // (columns of up to STAGE_V*4*THREADS values are read in one go).
 #define STAGE_V 4
 
+// stage_scale is the RMSNorm scale of input row xr (1 without a norm),
+// computed by the whole block: the sum of squares in a fixed order, thread,
+// then warp, then block.
+template <int THREADS>
+static __device__ __forceinline__ float stage_scale(const MVArgs &a, const float *xr, float *red) {
+  if (a.norm == nullptr) return 1.f;
+  const int n4 = a.cols >> 2;
+  float ss = 0.f;
+  for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
+    float4 v[STAGE_V];
+#pragma unroll
+    for (int k = 0; k < STAGE_V; k++) {
+      const int t = t0 + k * THREADS + threadIdx.x;
+      v[k] = t < n4 ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int k = 0; k < STAGE_V; k++) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float tot = 0.f;
+#pragma unroll
+  for (int w = 0; w < THREADS / 32; w++) tot += red[w];
+  return 1.f / sqrtf(tot / (float)a.cols + a.eps);
+}
+
 // stage_q8 writes columns b0..b0+nb of the (normalized) input to shared
 // memory as 8-bit values and scales, in the layout described at the top.
 // Each thread issues all its loads of a stretch of a column before using
@@ -269,30 +298,7 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
   const int cols = a.cols, n4 = cols >> 2;
   for (int b = 0; b < nb; b++) {
     const float *xr = a.x + (size_t)(b0 + b) * cols;
-    float scale = 1.f;
-    if (a.norm != nullptr) {
-      // The sum of squares, in a fixed order: thread, then warp, then block.
-      float ss = 0.f;
-      for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
-        float4 v[STAGE_V];
-#pragma unroll
-        for (int k = 0; k < STAGE_V; k++) {
-          const int t = t0 + k * THREADS + threadIdx.x;
-          v[k] = t < n4 ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int k = 0; k < STAGE_V; k++) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-      __syncthreads();
-      if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
-      __syncthreads();
-      float tot = 0.f;
-#pragma unroll
-      for (int w = 0; w < THREADS / 32; w++) tot += red[w];
-      scale = 1.f / sqrtf(tot / (float)cols + a.eps);
-    }
+    const float scale = stage_scale<THREADS>(a, xr, red);
     for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
       float4 v[STAGE_V], w[STAGE_V];
 #pragma unroll
@@ -316,6 +322,65 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
           xq[((size_t)b * xs16(cols) + ((g >> 5) * 4 + (wd >> 2)) * 32 + (g & 31)) * 4 + (wd & 3)] = q;
           if ((t & 7) == 0) xd[(size_t)b * (cols >> 5) + (t >> 3)] = make_float2(d, d * (float)qs);
         }
+      }
+    }
+  }
+}
+
+// stage_f32 writes column b0 of the (normalized) input to shared memory
+// as floats, for the 16-bit float products.
+template <int THREADS>
+static __device__ __forceinline__ void stage_f32(const MVArgs &a, int b0, float4 *xs, float *red) {
+  const float *xr = a.x + (size_t)b0 * a.cols;
+  const float scale = stage_scale<THREADS>(a, xr, red);
+  for (int t = threadIdx.x; t < a.cols >> 2; t += THREADS) xs[t] = stage4(xr, a.norm, scale, 4 * t);
+}
+
+// half8 converts 8 packed 16-bit floats (F16 or BF16) to floats.
+template <int T>
+static __device__ __forceinline__ void half8(uint4 v, float f[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    if (T == T_F16) {
+      f[2 * k] = h2f(w[k] & 0xFFFF), f[2 * k + 1] = h2f(w[k] >> 16);
+    } else {
+      f[2 * k] = bf2f(w[k] & 0xFFFF), f[2 * k + 1] = bf2f(w[k] >> 16);
+    }
+  }
+}
+
+// HALF_U is how many 8-value pieces of each row a lane loads before using
+// any: 2 rows x HALF_U x 16 bytes in flight per lane.
+#define HALF_U 4
+
+// row_pair_h accumulates the dot products of 16-bit float rows ra and rb
+// with the staged column xs into acc: lane `first` takes pieces (8 values,
+// 16 bytes) first, first+step, ... in tiles of 32 pieces.
+template <int T, int NB>
+static __device__ __forceinline__ void row_pair_h(const uint8_t *ra, const uint8_t *rb, int cols, const float4 *xs,
+                                                  int first, int step, float acc[2][NB]) {
+  const int P = cols >> 3;
+  for (int p0 = first; p0 < P; p0 += HALF_U * step) {
+    uint4 va[HALF_U], vb[HALF_U];
+#pragma unroll
+    for (int u = 0; u < HALF_U; u++) {
+      const int p = p0 + u * step;
+      if (p < P) va[u] = ld128(ra + 16 * (size_t)p), vb[u] = ld128(rb + 16 * (size_t)p);
+    }
+#pragma unroll
+    for (int u = 0; u < HALF_U; u++) {
+      const int p = p0 + u * step;
+      if (p < P) {
+        float fa[8], fb[8];
+        half8<T>(va[u], fa);
+        half8<T>(vb[u], fb);
+        const float4 x0 = xs[2 * p], x1 = xs[2 * p + 1];
+        const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        float sa = 0.f, sb = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) sa += fa[k] * x[k], sb += fb[k] * x[k];
+        acc[0][0] += sa, acc[1][0] += sb;
       }
     }
   }
@@ -349,7 +414,10 @@ static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi) {
   return p;
 }
 
-template <int NB, int THREADS>
+// mvq runs a launch; F16 selects the 16-bit float products (NB 1: the
+// input staged as floats, pieces of 8 values per lane in tiles of 32
+// pieces shared out among a pair's W warps) instead of the 8-bit ones.
+template <int NB, int THREADS, bool F16>
 static __device__ __forceinline__ void mvq(const MVArgs &a) {
   constexpr int WARPS = THREADS / 32;
   extern __shared__ int4 smem[];
@@ -368,7 +436,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   // tile of each row of its first pair (one line per lane, at most 4 KiB a
   // warp, so L2 keeps what it fetched), and that trip to memory overlaps
   // the kernel ahead and the staging of x.
-  if (blockIdx.y == 0) {
+  if ((a.flags & MV_PREFETCH) && blockIdx.y == 0) {
     const int pi = (warp / W) * gridDim.x + blockIdx.x;
     if (pi < pairs) {
       const PairRows p = pair_rows(a, pi);
@@ -376,8 +444,13 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       if (off < p.rowBytes) prefetch_l2((lane < 16 ? p.ra : p.rb) + off);
     }
   }
-  grid_begin();
-  stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
+  grid_wait();
+  if (a.flags & MV_EARLY) grid_launch();
+  if constexpr (F16) {
+    stage_f32<THREADS>(a, b0, (float4 *)smem, red);
+  } else {
+    stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
+  }
   __syncthreads();
   __shared__ float part[WARPS][2][NB];
   // Pairs are dealt to the blocks in turn (pair i to block i mod the
@@ -391,7 +464,10 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     if (on) {
       const PairRows p = pair_rows(a, pi);
       const int first = sub * 32 + lane, step = 32 * W;
-      switch (p.type) {
+      if constexpr (F16) {
+        if (p.type == T_F16) row_pair_h<T_F16, NB>(p.ra, p.rb, cols, (const float4 *)smem, first, step, acc);
+        if (p.type == T_BF16) row_pair_h<T_BF16, NB>(p.ra, p.rb, cols, (const float4 *)smem, first, step, acc);
+      } else switch (p.type) {
       case T_Q4_K: row_pair<T_Q4_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       case T_Q6_K: row_pair<T_Q6_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
       case T_Q5_K: row_pair<T_Q5_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
@@ -446,6 +522,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       }
     }
   }
+  grid_launch();
 }
 
 // mvq_<NB>: THREADS threads per block, MINB blocks per multiprocessor.
@@ -454,9 +531,12 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
 // once, so wider blocks read it fewer times. The wider tiles need 80
 // registers (24 warps, in blocks of 8).
 #define MVQ(NB, THREADS, MINB)                                                                       \
-  extern "C" __global__ void __launch_bounds__(THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB, THREADS>(MV_ARGS); }
+  extern "C" __global__ void __launch_bounds__(THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB, THREADS, false>(MV_ARGS); }
 
 MVQ(1, 512, 2)
 MVQ(2, 256, 3)
 MVQ(4, 256, 3)
 MVQ(8, 256, 3)
+
+// mvh_1: the 16-bit float products for one column, shaped as mvq_1.
+extern "C" __global__ void __launch_bounds__(512, 2) mvh_1(MV_PARAMS) { mvq<1, 512, true>(MV_ARGS); }

@@ -8,11 +8,25 @@
 // On older devices, and in a launch without the attribute, both are no-ops.
 #pragma once
 
-static __device__ __forceinline__ void grid_begin() {
+// grid_wait waits until the kernel ahead has finished and its writes are
+// visible.
+static __device__ __forceinline__ void grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// grid_launch lets the next kernel start once every block of this one has
+// called it (or exited).
+static __device__ __forceinline__ void grid_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+static __device__ __forceinline__ void grid_begin() {
+  grid_wait();
+  grid_launch();
 }
 
 // prefetch_l2 asks L2 for the 128-byte line holding p.

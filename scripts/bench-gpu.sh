@@ -6,8 +6,10 @@
 # that synthesizes llama models of the Llama-3.2-1B and Llama-3.1-8B shapes
 # with the 128256-token llama-bpe vocabulary (VOCAB, default
 # .gpu/shared/vocab/ggml-vocab-llama-bpe.gguf) into a temporary folder
-# (BENCH_TMP, default TMPDIR; the next model is synthesized while the
-# current one is measured, and each is deleted after), and for each prints:
+# (BENCH_TMP, default TMPDIR; each is synthesized just before it is
+# measured, never during a measurement: a synthesis running beside graph
+# replays slowed them by up to 20%, and each is deleted after), and for each
+# prints:
 #   - batch-1 generation (tg128) tok/s with CUDA graphs on and off,
 #   - aggregate generation tok/s for B sequences decoding together,
 #   - prompt processing (pp512) tok/s,
@@ -35,9 +37,8 @@ VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$roo
 LOGDIR=${LOGDIR:-.gpu/logs}
 BATCHES=${BATCHES:-1,2,4,8,16,32,64}
 BATCHES_8B_F16=${BATCHES_8B_F16:-1,4,16,64}
-# The next model is synthesized while the current one is measured, on all
-# but SPARE_CORES cores.
-SPARE_CORES=${SPARE_CORES:-4}
+# Models are synthesized on all but SPARE_CORES cores.
+SPARE_CORES=${SPARE_CORES:-2}
 workers=$(( $(nproc) - SPARE_CORES )); [ "$workers" -ge 1 ] || workers=1
 MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=(1b/Q4_K_M 1b/Q8_0 1b/F16 8b/Q4_K_M 8b/Q8_0 8b/F16)
@@ -68,31 +69,27 @@ tokps() { awk -v pat="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($(i+1) == "to
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.0f%%", 100 * a / b; else print "-" }'; }
 roof() { awk -v bytes="$1" -v n="$2" 'BEGIN { printf "%.0f", n * 4255e9 / bytes }'; }
 
-# synth_bg I: synthesizes model I in the background; its exit status and
-# wall time land in $tmp/synth-I.
-synth_bg() {
+# synth I: synthesizes model I; its exit status and wall time land in
+# $tmp/synth-I.
+synth() {
 	local spec=${MODELS[$1]}
 	local shape=${spec%/*} type=${spec#*/}
-	(
-		start=$(date +%s.%N)
-		"$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" --workers "$workers" \
-			-o "$tmp/llama-$shape-$type.gguf" > "$LOGDIR/synth-$shape-$type.log" 2>&1
-		rc=$?
-		echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$tmp/synth-$1"
-	) &
-	synth_pid=$!
+	local start rc
+	start=$(date +%s.%N)
+	"$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" --workers "$workers" \
+		-o "$tmp/llama-$shape-$type.gguf" > "$LOGDIR/synth-$shape-$type.log" 2>&1
+	rc=$?
+	echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$tmp/synth-$1"
 }
 
-synth_bg 0
 for i in "${!MODELS[@]}"; do
 	spec=${MODELS[$i]}
 	shape=${spec%/*} type=${spec#*/}
 	name="${shape}-${type}"
 	model="$tmp/llama-$name.gguf"
 	log="$LOGDIR/bench-$name.log"
-	wait "$synth_pid"
+	synth "$i"
 	read -r rc synth_s < "$tmp/synth-$i"
-	[ "$i" -lt $(( ${#MODELS[@]} - 1 )) ] && synth_bg $((i + 1))
 	if [ "$rc" -ne 0 ]; then
 		echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
 	fi

@@ -145,6 +145,12 @@ func (e *GPUEngine) init() error {
 		}
 		e.opts.Info(fmt.Sprintf("device memory: weights %s, KV cache %s, buffers %s; %s free of %s after the weights",
 			gib(wbuf.Size()), gib(kvBytes), gib(bufBytes), gib(free), gib(total)))
+		switch {
+		case e.overlap:
+			e.opts.Info("overlapping launches on for single-token steps (programmatic dependent launch)")
+		case !e.opts.NoOverlap:
+			e.opts.Info("overlapping launches unavailable: they need compute capability 9.0 and a CUDA 12.3 driver")
+		}
 	}
 	for l := 0; l < len(m.Layers); l++ {
 		c := cache

@@ -25,7 +25,7 @@ type benchResult struct {
 func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--no-overlap] [--profile]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.")
 		fs.PrintDefaults()
 	}
 	var path string

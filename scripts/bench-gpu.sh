@@ -69,8 +69,7 @@ tokps() { awk -v pat="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($(i+1) == "to
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.0f%%", 100 * a / b; else print "-" }'; }
 roof() { awk -v bytes="$1" -v n="$2" 'BEGIN { printf "%.0f", n * 4255e9 / bytes }'; }
 
-# synth I: synthesizes model I; its exit status and wall time land in
-# $tmp/synth-I.
+# synth I: synthesizes model I and prints its exit status and wall time.
 synth() {
 	local spec=${MODELS[$1]}
 	local shape=${spec%/*} type=${spec#*/}
@@ -79,7 +78,7 @@ synth() {
 	"$LLMSERVE" synth --arch llama --shape "$shape" --type "$type" --vocab "$VOCAB" --workers "$workers" \
 		-o "$tmp/llama-$shape-$type.gguf" > "$LOGDIR/synth-$shape-$type.log" 2>&1
 	rc=$?
-	echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" > "$tmp/synth-$1"
+	echo "$rc $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
 }
 
 for i in "${!MODELS[@]}"; do
@@ -88,8 +87,7 @@ for i in "${!MODELS[@]}"; do
 	name="${shape}-${type}"
 	model="$tmp/llama-$name.gguf"
 	log="$LOGDIR/bench-$name.log"
-	synth "$i"
-	read -r rc synth_s < "$tmp/synth-$i"
+	read -r rc synth_s < <(synth "$i")
 	if [ "$rc" -ne 0 ]; then
 		echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
 	fi

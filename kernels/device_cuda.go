@@ -33,14 +33,6 @@ type Device struct {
 	resident  map[residentKey]int
 }
 
-// mvqFlags are the MV_PREFETCH and MV_EARLY options of the mvq kernels
-// (fused.cuh): both off. Asking L2 for the first weights before waiting
-// for the kernel ahead, and letting the next kernel start as soon as this
-// one has waited, each measured within 1% of neither, or slower (8B Q8_0
-// graphs: neither 295 tok/s, both 291; 1B Q4_K_M 1247 and 1234), once the
-// kernels were launched to overlap at all.
-const mvqFlags = 0
-
 // residentKey is a kernel launched with some dynamic shared memory.
 type residentKey struct {
 	name   string

@@ -42,14 +42,7 @@ struct MVArgs {
   int accumulate; // add to y instead of writing it (a residual connection)
   int glu;        // segments 0 and 1 are gate and up
   int wpr;        // mvq.cu: warps per row pair (1, 2, 4 or 8)
-  int flags;      // mvq.cu: MV_PREFETCH, MV_EARLY
 };
-
-// MV_PREFETCH: mvq asks L2 for its first weights before waiting for the
-// kernel ahead. MV_EARLY: mvq lets the next kernel start as soon as it
-// has waited, not once its blocks have done their rows.
-#define MV_PREFETCH 1
-#define MV_EARLY 2
 
 // The kernel parameters of a fused product, flattened (the launch passes
 // scalars), and the struct built from them.
@@ -58,12 +51,11 @@ struct MVArgs {
       const uint8_t *W1, float *y1, const float *bias1, long long rb1, int rows1, int type1,       \
       const uint8_t *W2, float *y2, const float *bias2, long long rb2, int rows2, int type2,       \
       int nseg, const float *x, const float *norm, int cols, int B, float eps, int accumulate, int glu,   \
-      int wpr, int flags
+      int wpr
 #define MV_ARGS                                                                                    \
   MVArgs {                                                                                         \
     {W0, y0, bias0, rb0, rows0, type0}, {W1, y1, bias1, rb1, rows1, type1},                        \
-        {W2, y2, bias2, rb2, rows2, type2}, nseg, x, norm, cols, B, eps, accumulate, glu, wpr,     \
-        flags                                                                                      \
+        {W2, y2, bias2, rb2, rows2, type2}, nseg, x, norm, cols, B, eps, accumulate, glu, wpr      \
   }
 
 static __device__ __forceinline__ MVSeg mv_seg(const MVArgs &a, int s) {

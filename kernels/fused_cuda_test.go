@@ -172,7 +172,7 @@ func TestMatVecBatchConsistent(t *testing.T) {
 		t.Run(typ.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(typ)))
 			g := newBuffers(t)
-			rows, cols := 96, 1024
+			rows, cols := 96, 4096
 			data := randomRows(rng, typ, rows, cols)
 			w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
 			x := randF32(rng, 13*cols)

@@ -56,7 +56,33 @@ func mvqKernels() []string {
 	for _, nb := range matvecTiles {
 		names = append(names, "mvq_"+strconv.Itoa(nb))
 	}
-	return append(names, "mvh_1")
+	return append(names, "mvh_1", "mvk_1", "mv8_1")
+}
+
+// mvqKernel is the mvq.cu kernel for op at batch tile nb: at nb 1, mvh_1
+// for 16-bit floats, mvk_1 when every matrix is Q4_K or wide Q6_K (a
+// Q4_K_M model's products), mv8_1 when every matrix is wide Q8_0, else
+// mvq_1; mvq_<nb> above.
+func mvqKernel(op MatVecOp, nb int) string {
+	if nb != 1 {
+		return "mvq_" + strconv.Itoa(nb)
+	}
+	if isFloatType(op.Segs[0].W.Type) {
+		return "mvh_1"
+	}
+	k, q8 := true, true
+	for _, s := range op.Segs {
+		c := s.W.typeCode()
+		k = k && (c == int(gguf.TypeQ4_K) || c == int(gguf.TypeQ6_K)+typeWide)
+		q8 = q8 && c == int(gguf.TypeQ8_0)+typeWide
+	}
+	switch {
+	case k:
+		return "mvk_1"
+	case q8:
+		return "mv8_1"
+	}
+	return "mvq_1"
 }
 
 func isFloatType(t gguf.Type) bool {
@@ -300,7 +326,7 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	}
 	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), cuda.I(mvqFlags))
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
 	nb := tile(B)
 	if mvq {
 		// One wave of blocks at most: a block stages the input once, then
@@ -309,9 +335,9 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		// Pairs are dealt to the blocks in turn: at least one block per
 		// multiprocessor while there are pairs to deal.
 		nb = d.mvqTile(B, cols)
-		name, shared, threads := "mvq_"+strconv.Itoa(nb), mvqShared(nb, cols), mvqThreads(nb)
+		name, shared, threads := mvqKernel(op, nb), mvqShared(nb, cols), mvqThreads(nb)
 		if isFloatType(op.Segs[0].W.Type) {
-			name, shared, threads = "mvh_1", mvhShared(cols), mvqThreads(1)
+			shared = mvhShared(cols)
 		}
 		resident, err := d.residentBlocks(name, threads, shared)
 		if err != nil {

@@ -85,15 +85,21 @@ template <> struct Group<T_Q4_0> {
 };
 
 // k4_coefs sets the multipliers and minimum terms of group j (sub-blocks
-// 2j and 2j+1) of a Q4_K or Q5_K block from its first 16 bytes h (d, dmin,
-// the packed 6-bit scales and minimums).
-static __device__ __forceinline__ void k4_coefs(uint4 h, int j, G64 &w) {
-  float sc0, m0, sc1, m1;
-  k4scale_hdr(h, 2 * j, &sc0, &m0);
-  k4scale_hdr(h, 2 * j + 1, &sc1, &m1);
+// 2j and 2j+1) of a Q4_K or Q5_K block from its first 16 bytes h: d and
+// dmin, then the 6-bit scales and minimums of the eight sub-blocks, packed
+// (k4scale_hdr): bytes 4-7 and 8-11 hold those of sub-blocks 0-3 in their
+// low 6 bits and the top 2 bits of those of sub-blocks 4-7, bytes 12-15
+// the low 4 bits of the latter. All four of a kind are unpacked at once,
+// with no branch on j. The multiplier of sub-block 2j+1 is also multiplied
+// by hs (a power of two, so exactly).
+static __device__ __forceinline__ void k4_coefs(uint4 h, int j, float hs, G64 &w) {
+  const bool lo = j < 2;
+  const uint32_t sc = lo ? h.y & 0x3F3F3F3Fu : (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+  const uint32_t mn = lo ? h.z & 0x3F3F3F3Fu : ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
+  const int sh = 16 * (j & 1);
   const float d = h2f(h.x & 0xFFFF), dmin = h2f(h.x >> 16);
-  w.c[0] = w.c[1] = d * sc0, w.c[2] = w.c[3] = d * sc1;
-  w.m[0] = dmin * m0, w.m[1] = dmin * m1;
+  w.c[0] = w.c[1] = d * (float)((sc >> sh) & 0xFF), w.c[2] = w.c[3] = d * (float)((sc >> (sh + 8)) & 0xFF) * hs;
+  w.m[0] = dmin * (float)((mn >> sh) & 0xFF), w.m[1] = dmin * (float)((mn >> (sh + 8)) & 0xFF);
 }
 
 // Q4_K: 256-value blocks of {f16 d, dmin; u8 scales[12]; u8 qs[128]};
@@ -108,9 +114,9 @@ template <> struct Group<T_Q4_K> {
 #pragma unroll
     for (int k = 0; k < 8; k++) {
       w.q[k] = (int)(v[k] & 0x0F0F0F0Fu);
-      w.q[8 + k] = (int)((v[k] >> 4) & 0x0F0F0F0Fu);
+      w.q[8 + k] = (int)(v[k] & 0xF0F0F0F0u); // 16 times the value (Dot)
     }
-    k4_coefs(h, j, w);
+    k4_coefs(h, j, 0.0625f, w);
   }
 };
 
@@ -130,7 +136,7 @@ template <> struct Group<T_Q5_K> {
       w.q[k] = (int)((v[k] & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j)) & 0x01010101u) << 4));
       w.q[8 + k] = (int)(((v[k] >> 4) & 0x0F0F0F0Fu) | (((hb[k] >> (2 * j + 1)) & 0x01010101u) << 4));
     }
-    k4_coefs(h, j, w);
+    k4_coefs(h, j, 1.f, w);
   }
 };
 
@@ -210,20 +216,64 @@ template <> struct Group<T_Q6_K + T_WIDE> {
   }
 };
 
-// group_dot is the dot product of a weight group with the staged input
-// group whose pieces are xp[0], xp[32], xp[64], xp[96] and scales xd.
+// Dot<T> says how group_dot sums a group of type T. Paired: the two
+// 16-value pieces of each 32-value half share one multiplier, so each half
+// is one integer sum (Q4_K, Q8_0; Q5_K and Q4_0 could be, but the extra
+// registers of the paired sums make the batch tiles spill). HighU: the
+// second half's values are unsigned bytes (Q4_K's high nibbles left in
+// place, 16 times the value, with the multiplier divided by 16).
+template <int T> struct Dot {
+  static constexpr bool Paired = T == T_Q4_K || T == T_Q8_0 || T == T_Q8_0 + T_WIDE, HighU = T == T_Q4_K;
+};
+
+// dp4a_us is c plus the dot product of a's four unsigned bytes with b's
+// four signed ones.
+static __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// group_dot is the dot product of a weight group of type T with the staged
+// input group whose pieces are xp[0], xp[32], xp[64], xp[96] and scales xd.
+template <int T>
 static __device__ __forceinline__ float group_dot(const G64 &w, const int4 *xp, float4 xd) {
-  int is[4];
+  if constexpr (Dot<T>::Paired) {
+    int s0 = 0, s1 = 0;
 #pragma unroll
-  for (int k = 0; k < 4; k++) {
-    const int4 x = xp[32 * k];
-    int s = __dp4a(w.q[4 * k], x.x, 0);
-    s = __dp4a(w.q[4 * k + 1], x.y, s);
-    s = __dp4a(w.q[4 * k + 2], x.z, s);
-    is[k] = __dp4a(w.q[4 * k + 3], x.w, s);
+    for (int k = 0; k < 2; k++) {
+      const int4 x = xp[32 * k];
+      s0 = __dp4a(w.q[4 * k], x.x, s0);
+      s0 = __dp4a(w.q[4 * k + 1], x.y, s0);
+      s0 = __dp4a(w.q[4 * k + 2], x.z, s0);
+      s0 = __dp4a(w.q[4 * k + 3], x.w, s0);
+    }
+#pragma unroll
+    for (int k = 2; k < 4; k++) {
+      const int4 x = xp[32 * k];
+      const int *h = w.q + 4 * k;
+      if constexpr (Dot<T>::HighU) {
+        s1 = dp4a_us(h[0], x.x, s1), s1 = dp4a_us(h[1], x.y, s1);
+        s1 = dp4a_us(h[2], x.z, s1), s1 = dp4a_us(h[3], x.w, s1);
+      } else {
+        s1 = __dp4a(h[0], x.x, s1), s1 = __dp4a(h[1], x.y, s1);
+        s1 = __dp4a(h[2], x.z, s1), s1 = __dp4a(h[3], x.w, s1);
+      }
+    }
+    return xd.x * (w.c[0] * (float)s0) + xd.z * (w.c[2] * (float)s1) - (w.m[0] * xd.y + w.m[1] * xd.w);
+  } else {
+    int is[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const int4 x = xp[32 * k];
+      int s = __dp4a(w.q[4 * k], x.x, 0);
+      s = __dp4a(w.q[4 * k + 1], x.y, s);
+      s = __dp4a(w.q[4 * k + 2], x.z, s);
+      is[k] = __dp4a(w.q[4 * k + 3], x.w, s);
+    }
+    return xd.x * (w.c[0] * (float)is[0] + w.c[1] * (float)is[1]) +
+           xd.z * (w.c[2] * (float)is[2] + w.c[3] * (float)is[3]) - (w.m[0] * xd.y + w.m[1] * xd.w);
   }
-  return xd.x * (w.c[0] * (float)is[0] + w.c[1] * (float)is[1]) +
-         xd.z * (w.c[2] * (float)is[2] + w.c[3] * (float)is[3]) - (w.m[0] * xd.y + w.m[1] * xd.w);
 }
 
 // xs16 is the int4s of staged 8-bit values per column: the values padded
@@ -247,8 +297,8 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
       if (b < nb) {
         const int4 *xp = xq + (size_t)b * xs16(cols) + piece0;
         const float4 x4 = xd[(size_t)b * G + g];
-        acc[0][b] += group_dot(wa, xp, x4);
-        acc[1][b] += group_dot(wb, xp, x4);
+        acc[0][b] += group_dot<T>(wa, xp, x4);
+        acc[1][b] += group_dot<T>(wb, xp, x4);
       }
     }
   }
@@ -258,19 +308,25 @@ static __device__ __forceinline__ void row_pair(const uint8_t *ra, const uint8_t
 // (columns of up to STAGE_V*4*THREADS values are read in one go).
 #define STAGE_V 4
 
+// STAGE_T is how many threads sum a column's squares in stage_scale,
+// whatever the block size, so that kernels of every block size (mvq_1 has
+// 512 threads, the batch tiles 256) normalize a column to the same bits.
+#define STAGE_T 256
+
 // stage_scale is the RMSNorm scale of input row xr (1 without a norm),
-// computed by the whole block: the sum of squares in a fixed order, thread,
-// then warp, then block.
+// computed by the block's first STAGE_T threads: the sum of squares in a
+// fixed order, thread, then warp, then block.
 template <int THREADS>
 static __device__ __forceinline__ float stage_scale(const MVArgs &a, const float *xr, float *red) {
+  static_assert(THREADS % STAGE_T == 0, "stage_scale: blocks of a multiple of STAGE_T threads");
   if (a.norm == nullptr) return 1.f;
   const int n4 = a.cols >> 2;
   float ss = 0.f;
-  for (int t0 = 0; t0 < n4; t0 += STAGE_V * THREADS) {
+  for (int t0 = 0; t0 < n4 && threadIdx.x < STAGE_T; t0 += STAGE_V * STAGE_T) {
     float4 v[STAGE_V];
 #pragma unroll
     for (int k = 0; k < STAGE_V; k++) {
-      const int t = t0 + k * THREADS + threadIdx.x;
+      const int t = t0 + k * STAGE_T + threadIdx.x;
       v[k] = t < n4 ? __ldg((const float4 *)xr + t) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
@@ -283,7 +339,7 @@ static __device__ __forceinline__ float stage_scale(const MVArgs &a, const float
   __syncthreads();
   float tot = 0.f;
 #pragma unroll
-  for (int w = 0; w < THREADS / 32; w++) tot += red[w];
+  for (int w = 0; w < STAGE_T / 32; w++) tot += red[w];
   return 1.f / sqrtf(tot / (float)a.cols + a.eps);
 }
 
@@ -396,28 +452,62 @@ static __device__ __forceinline__ void group_sync(int id, int n) {
 // segment s, from row r; in GLU mode the gate and up rows r).
 struct PairRows {
   const uint8_t *ra, *rb;
-  long long rowBytes;
   int s, r, type;
 };
 
 static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi) {
   PairRows p;
   if (a.glu) {
-    p.s = 0, p.r = pi, p.type = a.s0.type, p.rowBytes = a.s0.rowBytes;
+    p.s = 0, p.r = pi, p.type = a.s0.type;
     p.ra = a.s0.W + (size_t)pi * a.s0.rowBytes, p.rb = a.s1.W + (size_t)pi * a.s1.rowBytes;
     return p;
   }
   p.s = mv_locate(a, 2 * pi, &p.r);
   const MVSeg sg = mv_seg(a, p.s);
-  p.type = sg.type, p.rowBytes = sg.rowBytes;
+  p.type = sg.type;
   p.ra = sg.W + (size_t)p.r * sg.rowBytes, p.rb = p.ra + sg.rowBytes;
   return p;
 }
 
-// mvq runs a launch; F16 selects the 16-bit float products (NB 1: the
-// input staged as floats, pieces of 8 values per lane in tiles of 32
-// pieces shared out among a pair's W warps) instead of the 8-bit ones.
-template <int NB, int THREADS, bool F16>
+// The kinds of mvq kernel: MVQ_ALL reads every 8-bit type; MVQ_F16 the
+// 16-bit floats (mvh_1); MVQ_K only Q4_K and wide Q6_K (a Q4_K_M model's
+// products) and MVQ_Q8 only wide Q8_0. A kernel's registers are those of
+// its most demanding type, so the kernels of one family spill less (the
+// batch-1 kernel of every type spills; mv8_1 does not) and run faster.
+#define MVQ_ALL 0
+#define MVQ_F16 1
+#define MVQ_K 2
+#define MVQ_Q8 3
+
+// pair_dot runs row_pair for a row pair of the given type on a kernel of
+// kind KIND.
+template <int KIND, int NB>
+static __device__ __forceinline__ void pair_dot(int type, const uint8_t *ra, const uint8_t *rb, int cols, int nb,
+                                                const int4 *xq, const float4 *xd, int first, int step,
+                                                float acc[2][NB]) {
+  if constexpr (KIND == MVQ_K) {
+    if (type == T_Q4_K) row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc);
+    if (type == T_Q6_K + T_WIDE) row_pair<T_Q6_K + T_WIDE, NB>(ra, rb, cols, nb, xq, xd, first, step, acc);
+  } else if constexpr (KIND == MVQ_Q8) {
+    row_pair<T_Q8_0 + T_WIDE, NB>(ra, rb, cols, nb, xq, xd, first, step, acc);
+  } else {
+    switch (type) {
+    case T_Q4_K: row_pair<T_Q4_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q6_K: row_pair<T_Q6_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q5_K: row_pair<T_Q5_K, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q8_0: row_pair<T_Q8_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q4_0: row_pair<T_Q4_0, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q6_K + T_WIDE: row_pair<T_Q6_K + T_WIDE, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    case T_Q8_0 + T_WIDE: row_pair<T_Q8_0 + T_WIDE, NB>(ra, rb, cols, nb, xq, xd, first, step, acc); break;
+    }
+  }
+}
+
+// mvq runs a launch on a kernel of kind KIND (MVQ_F16: NB 1, the input
+// staged as floats, pieces of 8 values per lane in tiles of 32 pieces
+// shared out among a pair's W warps; the others: the input staged as 8-bit
+// values).
+template <int NB, int THREADS, int KIND>
 static __device__ __forceinline__ void mvq(const MVArgs &a) {
   constexpr int WARPS = THREADS / 32;
   extern __shared__ int4 smem[];
@@ -431,22 +521,8 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   // their sums meet in shared memory in a fixed order.
   const int W = a.wpr, sub = warp % W, per = WARPS / W;
   const int pairs = a.glu ? total : total / 2;
-  // The weights are no kernel's output: before waiting for the kernel
-  // ahead (overlap.cuh), the warp asks L2 for the first 2 KiB of its first
-  // tile of each row of its first pair (one line per lane, at most 4 KiB a
-  // warp, so L2 keeps what it fetched), and that trip to memory overlaps
-  // the kernel ahead and the staging of x.
-  if ((a.flags & MV_PREFETCH) && blockIdx.y == 0) {
-    const int pi = (warp / W) * gridDim.x + blockIdx.x;
-    if (pi < pairs) {
-      const PairRows p = pair_rows(a, pi);
-      const long long off = p.rowBytes * 2048 / cols * sub + 128 * (lane & 15);
-      if (off < p.rowBytes) prefetch_l2((lane < 16 ? p.ra : p.rb) + off);
-    }
-  }
   grid_wait();
-  if (a.flags & MV_EARLY) grid_launch();
-  if constexpr (F16) {
+  if constexpr (KIND == MVQ_F16) {
     stage_f32<THREADS>(a, b0, (float4 *)smem, red);
   } else {
     stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
@@ -464,17 +540,11 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     if (on) {
       const PairRows p = pair_rows(a, pi);
       const int first = sub * 32 + lane, step = 32 * W;
-      if constexpr (F16) {
+      if constexpr (KIND == MVQ_F16) {
         if (p.type == T_F16) row_pair_h<T_F16, NB>(p.ra, p.rb, cols, (const float4 *)smem, first, step, acc);
         if (p.type == T_BF16) row_pair_h<T_BF16, NB>(p.ra, p.rb, cols, (const float4 *)smem, first, step, acc);
-      } else switch (p.type) {
-      case T_Q4_K: row_pair<T_Q4_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q6_K: row_pair<T_Q6_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q5_K: row_pair<T_Q5_K, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q8_0: row_pair<T_Q8_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q4_0: row_pair<T_Q4_0, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q6_K + T_WIDE: row_pair<T_Q6_K + T_WIDE, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
-      case T_Q8_0 + T_WIDE: row_pair<T_Q8_0 + T_WIDE, NB>(p.ra, p.rb, cols, nb, xq, xd, first, step, acc); break;
+      } else {
+        pair_dot<KIND, NB>(p.type, p.ra, p.rb, cols, nb, xq, xd, first, step, acc);
       }
 #pragma unroll
       for (int b = 0; b < NB; b++) {
@@ -530,13 +600,15 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
 // loads in flight, in blocks of 16 warps: each block stages the input
 // once, so wider blocks read it fewer times. The wider tiles need 80
 // registers (24 warps, in blocks of 8).
-#define MVQ(NB, THREADS, MINB)                                                                       \
-  extern "C" __global__ void __launch_bounds__(THREADS, MINB) mvq_##NB(MV_PARAMS) { mvq<NB, THREADS, false>(MV_ARGS); }
+#define MVQ(NAME, NB, THREADS, MINB, KIND)                                                          \
+  extern "C" __global__ void __launch_bounds__(THREADS, MINB) NAME(MV_PARAMS) { mvq<NB, THREADS, KIND>(MV_ARGS); }
 
-MVQ(1, 512, 2)
-MVQ(2, 256, 3)
-MVQ(4, 256, 3)
-MVQ(8, 256, 3)
-
+MVQ(mvq_1, 1, 512, 2, MVQ_ALL)
+MVQ(mvq_2, 2, 256, 3, MVQ_ALL)
+MVQ(mvq_4, 4, 256, 3, MVQ_ALL)
+MVQ(mvq_8, 8, 256, 3, MVQ_ALL)
 // mvh_1: the 16-bit float products for one column, shaped as mvq_1.
-extern "C" __global__ void __launch_bounds__(512, 2) mvh_1(MV_PARAMS) { mvq<1, 512, true>(MV_ARGS); }
+MVQ(mvh_1, 1, 512, 2, MVQ_F16)
+// mvk_1 and mv8_1: mvq_1 for Q4_K_M's types and for wide Q8_0.
+MVQ(mvk_1, 1, 512, 2, MVQ_K)
+MVQ(mv8_1, 1, 512, 2, MVQ_Q8)

@@ -28,8 +28,3 @@ static __device__ __forceinline__ void grid_begin() {
   grid_wait();
   grid_launch();
 }
-
-// prefetch_l2 asks L2 for the 128-byte line holding p.
-static __device__ __forceinline__ void prefetch_l2(const void *p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}

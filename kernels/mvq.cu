@@ -504,8 +504,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
         if (a.glu) {
           mv_store_glu(a, p.r, b0 + lane, g0, g1);
         } else {
-          mv_store(a, p.s, p.r, b0 + lane, g0);
-          mv_store(a, p.s, p.r + 1, b0 + lane, g1);
+          mv_store_pair(a, p.s, p.r, b0 + lane, g0, g1);
         }
       }
       group_sync(1 + warp / W, 32 * W);
@@ -517,8 +516,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       if (a.glu) {
         mv_store_glu(a, p.r, b0 + b, acc[0][b], acc[1][b]);
       } else {
-        mv_store(a, p.s, p.r, b0 + b, acc[0][b]);
-        mv_store(a, p.s, p.r + 1, b0 + b, acc[1][b]);
+        mv_store_pair(a, p.s, p.r, b0 + b, acc[0][b], acc[1][b]);
       }
     }
   }

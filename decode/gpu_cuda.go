@@ -59,16 +59,17 @@ type GPUEngine struct {
 	dev  *kernels.Device
 	w    gpuWeights
 
-	bufs    []*cuda.Buffer       // every allocation, freed by Close
-	kv      []kernels.DevKVCache // [layer]
-	s       gpuScratch           // device activations for gpuMaxBatch tokens
-	in      *cuda.Buffer         // step inputs and picked tokens, laid out as hostIn then out
-	hostIn  []uint32             // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
-	picked  []int32              // [gpuMaxBatch] tokens the step picked, read back
-	logits  []float32            // [gpuMaxBatch*Vocab] logits of the graph run in check mode
-	check   []float32            // [gpuMaxBatch*Vocab] logits of the eager run in check mode
-	graphs  map[int]*cuda.Graph  // by bucket, captured on first use; nil for a bucket whose capture failed
-	overlap bool                 // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
+	bufs    []*cuda.Buffer          // every allocation, freed by Close
+	kv      []kernels.DevKVCache    // [layer]
+	rope    []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
+	s       gpuScratch              // device activations for gpuMaxBatch tokens
+	in      *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then out
+	hostIn  []uint32                // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
+	picked  []int32                 // [gpuMaxBatch] tokens the step picked, read back
+	logits  []float32               // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check   []float32               // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	graphs  map[int]*cuda.Graph     // by bucket, captured on first use; nil for a bucket whose capture failed
+	overlap bool                    // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats   gpuGraphStats
 
 	// beforeStep, when set, is queued first in every step (tests inject
@@ -195,6 +196,16 @@ func (e *GPUEngine) init() error {
 	e.s.picks = e.in.Ptr().Add(12 * int64(B))
 	e.s.picked = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(inWords)), Len: B}
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, B)
+	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.Arch.RopeNeox, Factors: e.w.ropeFactors}
+	for l := range m.Layers {
+		w := &e.w.layers[l]
+		r, err := e.dev.NewRopeEpilogue(kernels.RopeStoreOp{Cache: e.kv[l], QNorm: w.qNorm, KNorm: w.kNorm, Eps: m.RMSEps,
+			Pos: e.s.pos, Seq: e.s.seq, Rope: rope})
+		if err != nil {
+			return fmt.Errorf("blk.%d: %w", l, err)
+		}
+		e.rope = append(e.rope, r)
+	}
 	if e.opts.GraphCheck {
 		e.logits, e.check = make([]float32, B*m.Vocab), make([]float32, B*m.Vocab)
 	}
@@ -229,6 +240,10 @@ func (e *GPUEngine) Close() error {
 		errs = append(errs, g.Destroy())
 	}
 	e.graphs = nil
+	for _, r := range e.rope {
+		errs = append(errs, r.Free())
+	}
+	e.rope = nil
 	for _, b := range e.bufs {
 		errs = append(errs, b.Free())
 	}

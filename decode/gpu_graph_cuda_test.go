@@ -243,7 +243,10 @@ func TestGPUProfileStep(t *testing.T) {
 	if !m.Arch.QKVBias {
 		t.Fatalf("%s has no Q/K/V biases; the expected launches below assume them", "tiny-qwen2-Q4_K_M")
 	}
-	layerOps := []string{"attn_norm+qkv", "rope+cache_store", "attention", "attention", "attn_output+residual",
+	// qwen2 rotates neox-style, so the rotation runs as a launch of its own
+	// after the Q/K/V product, under the same operation.
+	qkv := "attn_norm+qkv+rope+cache_store"
+	layerOps := []string{qkv, qkv, "attention", "attention", "attn_output+residual",
 		"ffn_norm+gate_up+swiglu", "ffn_down+residual"}
 	var want []string
 	want = append(want, "-1 token_embd")
@@ -261,7 +264,7 @@ func TestGPUProfileStep(t *testing.T) {
 		if !(k.Micros > 0) || k.Kernel == "" {
 			t.Errorf("launch %+v: no kernel name or no time", k)
 		}
-		if k.Op == "attn_norm+qkv" && !strings.HasPrefix(k.Kernel, "mvq_") && k.Kernel != "mvk_1" {
+		if k.Op == qkv && k.Kernel != "rope_store" && !strings.HasPrefix(k.Kernel, "mvq_") && k.Kernel != "mvk_1" {
 			t.Errorf("launch %+v: the Q4_K/Q6_K products run %s, not an 8-bit kernel", k, k.Kernel)
 		}
 	}
@@ -314,8 +317,13 @@ func TestGPUProfileSynth1B(t *testing.T) {
 			}
 		}
 		t.Logf("%d launches, %.0f µs, matrix products %.0f%%", len(ts), total, 100*matvec/total)
-		if want := 1 + 16*7 + 2; len(ts) != want { // 7 per layer
+		if want := 1 + 16*6 + 2; len(ts) != want { // 6 per layer: llama's rotation runs inside the Q/K/V product
 			t.Errorf("%d launches, want %d", len(ts), want)
+		}
+		for _, k := range ts {
+			if k.Kernel == "rope_store" {
+				t.Errorf("layer %d: rope_store launched; the rotation should run inside the Q/K/V product", k.Layer)
+			}
 		}
 		if !(matvec > 0 && matvec < total) {
 			t.Errorf("matrix product time %.1f µs of %.1f", matvec, total)

@@ -69,17 +69,13 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
 	q, k, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
 	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
-	if err := e.op(l, "attn_norm+qkv", func() error {
+	// The rotation and the cache write run inside the product where the
+	// kernels allow, else as a launch of their own right after it.
+	if err := e.op(l, "attn_norm+qkv+rope+cache_store", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
 			Segs: []kernels.MatVecSeg{{W: w.q, Y: q, Bias: w.qBias}, {W: w.k, Y: k, Bias: w.kBias}, {W: w.v, Y: v, Bias: w.vBias}},
-			X:    x, Norm: w.attnNorm, Eps: m.RMSEps,
+			X:    x, Norm: w.attnNorm, Eps: m.RMSEps, Rope: e.rope[l],
 		})
-	}); err != nil {
-		return err
-	}
-	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.Arch.RopeNeox, Factors: e.w.ropeFactors}
-	if err := e.op(l, "rope+cache_store", func() error {
-		return d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, QNorm: w.qNorm, KNorm: w.kNorm, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: rope})
 	}); err != nil {
 		return err
 	}

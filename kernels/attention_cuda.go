@@ -143,6 +143,17 @@ type RopeStoreOp struct {
 
 // RopeStore runs op in one launch.
 func (d *Device) RopeStore(op RopeStoreOp) error {
+	if err := op.check(); err != nil {
+		return err
+	}
+	c, r, B := op.Cache, op.Rope, op.Q.Rows
+	return d.launch("rope_store", cuda.Dim3{X: B, Y: r.Heads + c.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0,
+		cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr),
+		cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(c.KVHeads), cuda.I(r.HeadDim),
+		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)), cuda.F(op.Eps), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}
+
+func (op RopeStoreOp) check() error {
 	c, r := op.Cache, op.Rope
 	if err := c.check("rope_store"); err != nil {
 		return err
@@ -162,8 +173,5 @@ func (d *Device) RopeStore(op RopeStoreOp) error {
 	if r.Factors.Ptr != 0 && r.Factors.Len() != r.Dim/2 {
 		return fmt.Errorf("kernels: rope_store: %d frequency factors for %d rotated values", r.Factors.Len(), r.Dim)
 	}
-	return d.launch("rope_store", cuda.Dim3{X: B, Y: r.Heads + c.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0,
-		cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr),
-		cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(c.KVHeads), cuda.I(r.HeadDim),
-		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)), cuda.F(op.Eps), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+	return nil
 }

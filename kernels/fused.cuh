@@ -33,6 +33,22 @@ struct MVSeg {
   int rows, type;
 };
 
+// MVRope is RoPE and the KV cache write fused into a Q/K/V product
+// (segments q, k, v) for llama's pairwise rotation, where rows 2i and 2i+1
+// of a head, the values a pair rotates, are one row pair of the product:
+// q and k are rotated by angle pos[b] * base^(-2i/ropeDim) / factors[i]
+// (pairs 2i < ropeDim; factors may be null) and written to their outputs;
+// k and v are also written to the cache (kc, vc: [maxSeqs][ctx][kvdim]) at
+// position pos[b] of sequence seq[b], unless that is padding. It lives in
+// device memory (MVArgs.rope), set up once per layer.
+struct MVRope {
+  float *kc, *vc;
+  const int *pos, *seq;
+  const float *factors;
+  int headDim, ropeDim, kvdim, ctx, maxSeqs;
+  float base;
+};
+
 struct MVArgs {
   MVSeg s0, s1, s2;
   int nseg;
@@ -42,6 +58,7 @@ struct MVArgs {
   int accumulate; // add to y instead of writing it (a residual connection)
   int glu;        // segments 0 and 1 are gate and up
   int wpr;        // mvq.cu: warps per row pair (1, 2, 4 or 8)
+  const MVRope *rope; // mvq.cu: RoPE and the cache write of a Q/K/V product, or null
 };
 
 // The kernel parameters of a fused product, flattened (the launch passes
@@ -51,11 +68,12 @@ struct MVArgs {
       const uint8_t *W1, float *y1, const float *bias1, long long rb1, int rows1, int type1,       \
       const uint8_t *W2, float *y2, const float *bias2, long long rb2, int rows2, int type2,       \
       int nseg, const float *x, const float *norm, int cols, int B, float eps, int accumulate, int glu,   \
-      int wpr
+      int wpr, const MVRope *rope
 #define MV_ARGS                                                                                    \
   MVArgs {                                                                                         \
     {W0, y0, bias0, rb0, rows0, type0}, {W1, y1, bias1, rb1, rows1, type1},                        \
-        {W2, y2, bias2, rb2, rows2, type2}, nseg, x, norm, cols, B, eps, accumulate, glu, wpr      \
+        {W2, y2, bias2, rb2, rows2, type2}, nseg, x, norm, cols, B, eps, accumulate, glu, wpr,     \
+        rope                                                                                       \
   }
 
 static __device__ __forceinline__ MVSeg mv_seg(const MVArgs &a, int s) {
@@ -89,6 +107,37 @@ static __device__ __forceinline__ void mv_store(const MVArgs &a, int s, int r, i
   if (g.bias != nullptr) v += g.bias[r];
   float *o = g.y + (size_t)b * g.rows + r;
   *o = a.accumulate ? *o + v : v;
+}
+
+// mv_store_pair finishes output values v0, v1 of rows r, r+1 (r even) of
+// segment s for column b, with the rotation and cache write of a.rope when
+// it is set (the same arithmetic as rope_store in attention.cu).
+static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, int s, int r, int b, float v0, float v1) {
+  if (a.rope == nullptr) {
+    mv_store(a, s, r, b, v0);
+    mv_store(a, s, r + 1, b, v1);
+    return;
+  }
+  const MVSeg g = mv_seg(a, s);
+  if (g.bias != nullptr) v0 += g.bias[r], v1 += g.bias[r + 1];
+  const MVRope &rp = *a.rope;
+  const int p = rp.pos[b];
+  const int i = (r % rp.headDim) >> 1;
+  if (s < 2 && 2 * i < rp.ropeDim) {
+    float theta = (float)p * powf(rp.base, -2.f * (float)i / (float)rp.ropeDim);
+    if (rp.factors != nullptr) theta /= rp.factors[i];
+    float sn, cs;
+    sincosf(theta, &sn, &cs);
+    const float a2 = v0 * cs - v1 * sn, c2 = v0 * sn + v1 * cs;
+    v0 = a2, v1 = c2;
+  }
+  float *o = g.y + (size_t)b * g.rows + r;
+  o[0] = v0, o[1] = v1;
+  const int sq = rp.seq[b];
+  if (s > 0 && sq >= 0 && sq < rp.maxSeqs && p >= 0 && p < rp.ctx) {
+    float *c = (s == 1 ? rp.kc : rp.vc) + ((size_t)sq * rp.ctx + p) * rp.kvdim + r;
+    c[0] = v0, c[1] = v1;
+  }
 }
 
 // mv_store_glu finishes row r of a GLU product for column b from the gate

@@ -139,6 +139,10 @@ type MatVecOp struct {
 	Eps        float32
 	Accumulate bool
 	GLU        bool
+	// Rope, when set, rotates Segs 0 and 1 (Q and K) and writes Segs 1 and
+	// 2 (K and V) to the KV cache, as RopeStore does: in the product's
+	// launch where it fuses (RopeEpilogue), else right after it.
+	Rope *RopeEpilogue
 }
 
 // MatVec computes y[b, :] = W · x[b, :] for the x.Rows ≤ MaxBatch vectors
@@ -149,6 +153,9 @@ func (d *Device) MatVec(w DevMatrix, x, y DevF32) error {
 
 // MatVecFused runs op, in one launch where its types and shapes allow.
 func (d *Device) MatVecFused(op MatVecOp) error {
+	if op.Rope != nil {
+		return d.matVecRope(op)
+	}
 	if err := op.check(); err != nil {
 		return err
 	}
@@ -305,7 +312,7 @@ func tile(B int) int {
 // over batch tiles and rows).
 func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	B, cols := op.X.Rows, op.X.Cols
-	args := make([]cuda.Arg, 0, 28)
+	args := make([]cuda.Arg, 0, 29)
 	total := 0
 	for i := 0; i < 3; i++ {
 		if i >= len(op.Segs) {
@@ -326,7 +333,10 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	}
 	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr))
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), 0)
+	if mvq && op.Rope != nil && op.Rope.Fused() {
+		args[len(args)-1] = cuda.P(op.Rope.args.Ptr())
+	}
 	nb := tile(B)
 	if mvq {
 		// One wave of blocks at most: a block stages the input once, then

@@ -574,21 +574,23 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
         if (a.glu) {
           mv_store_glu(a, p.r, b0 + lane, g0, g1);
         } else {
-          mv_store(a, p.s, p.r, b0 + lane, g0);
-          mv_store(a, p.s, p.r + 1, b0 + lane, g1);
+          mv_store_pair(a, p.s, p.r, b0 + lane, g0, g1);
         }
       }
       group_sync(1 + warp / W, 32 * W);
       continue;
     }
+    // The butterfly left every column's sums in every lane: lane b takes
+    // column b, so the columns' epilogues run side by side, not in turn.
+    float v0 = 0.f, v1 = 0.f;
 #pragma unroll
-    for (int b = 0; b < NB; b++) {
-      if (!on || lane != b || b >= nb) continue;
+    for (int b = 0; b < NB; b++)
+      if (lane == b) v0 = acc[0][b], v1 = acc[1][b];
+    if (on && lane < nb) {
       if (a.glu) {
-        mv_store_glu(a, p.r, b0 + b, acc[0][b], acc[1][b]);
+        mv_store_glu(a, p.r, b0 + lane, v0, v1);
       } else {
-        mv_store(a, p.s, p.r, b0 + b, acc[0][b]);
-        mv_store(a, p.s, p.r + 1, b0 + b, acc[1][b]);
+        mv_store_pair(a, p.s, p.r, b0 + lane, v0, v1);
       }
     }
   }

@@ -1,0 +1,115 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"llmserve/gguf"
+)
+
+// TestRopeEpilogue checks that a Q/K/V product with its rotation and cache
+// write fused in (8-bit kernels, llama's pairwise rotation) or run after it
+// (F16 weights, neox rotation, head norms) leaves the queries and the cache
+// as the product followed by RopeStore does, padding tokens writing
+// nothing.
+func TestRopeEpilogue(t *testing.T) {
+	cases := []struct {
+		typ          gguf.Type
+		headDim, dim int
+		neox, norm   bool
+		factors      bool
+		fusable      bool // the epilogue's parameters allow it to run in the product
+	}{
+		{gguf.TypeQ4_K, 64, 64, false, false, false, true},
+		{gguf.TypeQ6_K, 128, 128, false, false, true, true},
+		{gguf.TypeQ8_0, 128, 64, false, false, false, true},
+		{gguf.TypeF16, 64, 64, false, false, false, true}, // fusable, but F16 products run apart: the rotation follows
+		{gguf.TypeQ4_K, 64, 64, true, false, false, false},
+		{gguf.TypeQ4_K, 128, 128, true, true, false, false},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v_hd%d_dim%d_neox%v_norm%v_ff%v", c.typ, c.headDim, c.dim, c.neox, c.norm, c.factors), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(8, uint64(c.headDim+c.dim)+uint64(c.typ)))
+			g := newBuffers(t)
+			heads, kvHeads, cols, ctx, maxSeqs := 4, 2, 512, 1024, 2
+			pos := []int32{3, 1000, 17}
+			seq := []int32{0, 1, -1}
+			B, qDim, kvDim := len(pos), heads*c.headDim, kvHeads*c.headDim
+			mat := func(rows int) DevMatrix {
+				return DevMatrix{Type: c.typ, Rows: rows, Cols: cols, Ptr: g.bytes(randomRows(rng, c.typ, rows, cols))}
+			}
+			wq, wk, wv := mat(qDim), mat(kvDim), mat(kvDim)
+			x, norm := g.f32(randF32(rng, B*cols), B, cols), g.f32(randF32(rng, cols), 1, cols)
+			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}
+			if c.factors {
+				ff := make([]float32, c.dim/2)
+				for i := range ff {
+					ff[i] = 1 + 7*rng.Float32()
+				}
+				r.Factors = g.f32(ff, 1, len(ff))
+			}
+			var qn, kn DevF32
+			if c.norm {
+				qn, kn = g.f32(randF32(rng, c.headDim), 1, c.headDim), g.f32(randF32(rng, c.headDim), 1, c.headDim)
+			}
+			pd, sd := g.i32(pos), g.i32(seq)
+			// run leaves the queries and the cache of one way of running the step.
+			run := func(fuse bool) (outQ, outK, outV []float32) {
+				q, k, v := g.poisoned(B, qDim), g.poisoned(B, kvDim), g.poisoned(B, kvDim)
+				kcb, vcb := g.poisoned(maxSeqs*ctx, kvDim), g.poisoned(maxSeqs*ctx, kvDim)
+				cache := DevKVCache{K: kcb.Ptr, V: vcb.Ptr, MaxSeqs: maxSeqs, Ctx: ctx, KVHeads: kvHeads, HeadDim: c.headDim}
+				rs := RopeStoreOp{Cache: cache, QNorm: qn, KNorm: kn, Eps: 1e-6, Pos: pd, Seq: sd, Rope: r}
+				op := MatVecOp{Segs: []MatVecSeg{{W: wq, Y: q}, {W: wk, Y: k}, {W: wv, Y: v}}, X: x, Norm: norm, Eps: 1e-6}
+				if fuse {
+					e, err := dev.NewRopeEpilogue(rs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer e.Free()
+					if e.Fused() != c.fusable {
+						t.Errorf("Fused() = %v, want %v", e.Fused(), c.fusable)
+					}
+					op.Rope = e
+					if err := dev.MatVecFused(op); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					if err := dev.MatVecFused(op); err != nil {
+						t.Fatal(err)
+					}
+					rs.Q, rs.K, rs.V = q, k, v
+					if err := dev.RopeStore(rs); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return read(t, q), read(t, kcb), read(t, vcb)
+			}
+			wantQ, wantK, wantV := run(false)
+			gotQ, gotK, gotV := run(true)
+			checkNMSE(t, "queries", gotQ, to64(wantQ), 1e-12)
+			for name, pair := range map[string][2][]float32{"K": {gotK, wantK}, "V": {gotV, wantV}} {
+				got, want := pair[0], pair[1]
+				written := 0
+				for i := range want {
+					gn, wn := math.IsNaN(float64(got[i])), math.IsNaN(float64(want[i]))
+					if gn != wn {
+						t.Fatalf("cache %s value %d: %g, want %g", name, i, got[i], want[i])
+					}
+					if !gn {
+						written++
+						if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*math.Max(1, math.Abs(float64(want[i]))) {
+							t.Fatalf("cache %s value %d: %g, want %g", name, i, got[i], want[i])
+						}
+					}
+				}
+				if want := (B - 1) * kvDim; written != want {
+					t.Errorf("cache %s: %d values written, want %d (the padding token writes nothing)", name, written, want)
+				}
+			}
+		})
+	}
+}

@@ -59,16 +59,17 @@ func mvqKernels() []string {
 	return append(names, "mvh_1", "mvk_1", "mv8_1")
 }
 
-// mvqKernel is the mvq.cu kernel for op at batch tile nb: at nb 1, mvh_1
-// for 16-bit floats, mvk_1 when every matrix is Q4_K or wide Q6_K (a
-// Q4_K_M model's products), mv8_1 when every matrix is wide Q8_0, else
-// mvq_1; mvq_<nb> above.
-func mvqKernel(op MatVecOp, nb int) string {
+// mvqKernel is the mvq.cu kernel for op at batch tile nb, and its block
+// size: at nb 1, mvh_1 for 16-bit floats, mvk_1 when every matrix is Q4_K
+// or wide Q6_K (a Q4_K_M model's products), mv8_1 when every matrix is
+// wide Q8_0, else mvq_1; mvq_<nb> above.
+func mvqKernel(op MatVecOp, nb int) (string, int) {
+	threads := mvqThreads(nb)
 	if nb != 1 {
-		return "mvq_" + strconv.Itoa(nb)
+		return "mvq_" + strconv.Itoa(nb), threads
 	}
 	if isFloatType(op.Segs[0].W.Type) {
-		return "mvh_1"
+		return "mvh_1", threads
 	}
 	k, q8 := true, true
 	for _, s := range op.Segs {
@@ -78,11 +79,11 @@ func mvqKernel(op MatVecOp, nb int) string {
 	}
 	switch {
 	case k:
-		return "mvk_1"
+		return "mvk_1", threads
 	case q8:
-		return "mv8_1"
+		return "mv8_1", threads
 	}
-	return "mvq_1"
+	return "mvq_1", threads
 }
 
 func isFloatType(t gguf.Type) bool {
@@ -345,7 +346,8 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 		// Pairs are dealt to the blocks in turn: at least one block per
 		// multiprocessor while there are pairs to deal.
 		nb = d.mvqTile(B, cols)
-		name, shared, threads := mvqKernel(op, nb), mvqShared(nb, cols), mvqThreads(nb)
+		name, threads := mvqKernel(op, nb)
+		shared := mvqShared(nb, cols)
 		if isFloatType(op.Segs[0].W.Type) {
 			shared = mvhShared(cols)
 		}

@@ -12,11 +12,11 @@ import (
 )
 
 // TestMatVecKinds checks the batch-1 kernels that serve one family of
-// types (mvk_1: Q4_K and wide Q6_K; mv8_1: wide Q8_0), whose lanes fetch
-// several groups of both rows before using any, on rows long and many
-// enough that each lane takes several groups (one warp per row pair, the
-// last round short): against the f64 reference, and bit for bit against
-// the same columns in a batch of 3, which runs mvq_4 one group at a time.
+// types (mvk_1: Q4_K and wide Q6_K; mv8_1: wide Q8_0) at real widths:
+// rows many enough that each lane takes several groups (one warp per row
+// pair, the last round short) and few rows whose pairs take four warps
+// each; against the f64 reference, and bit for bit against the same
+// columns in a batch of 3, which runs mvq_4.
 func TestMatVecKinds(t *testing.T) {
 	type seg struct {
 		typ  gguf.Type
@@ -34,11 +34,12 @@ func TestMatVecKinds(t *testing.T) {
 		{"q8", []seg{{gguf.TypeQ8_0, true}}, false, "mv8_1"},
 	}
 	// More row pairs than 16 per multiprocessor: one warp per pair
-	// (warpsPerPair), so a lane takes cols/2048 groups.
-	rows := 16*dev.ctx.Multiprocessors() + 8
+	// (warpsPerPair), so a lane takes cols/2048 groups; and few rows, whose
+	// pairs take several warps each.
 	for _, c := range cases {
-		for _, cols := range []int{4352, 14336} {
-			t.Run(fmt.Sprintf("%s/%d", c.name, cols), func(t *testing.T) {
+		for _, shape := range [][2]int{{16*dev.ctx.Multiprocessors() + 8, 4352}, {16*dev.ctx.Multiprocessors() + 8, 14336}, {64, 14336}} {
+			rows, cols := shape[0], shape[1]
+			t.Run(fmt.Sprintf("%s/%dx%d", c.name, rows, cols), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(11, uint64(cols)))
 				g := newBuffers(t)
 				const B = 3
@@ -63,7 +64,7 @@ func TestMatVecKinds(t *testing.T) {
 					wides = append(wides, MatVecSeg{W: w, Y: g.poisoned(1, rows)})
 				}
 				op := MatVecOp{Segs: segs, X: g.f32(x, B, cols), Norm: g.f32(norm, 1, cols), Eps: 1e-5, GLU: c.glu}
-				if got := mvqKernel(op, 1); got != c.kernel {
+				if got, _ := mvqKernel(op, 1); got != c.kernel {
 					t.Fatalf("batch 1 runs %s, want %s", got, c.kernel)
 				}
 				if err := dev.MatVecFused(op); err != nil {

@@ -25,7 +25,10 @@
 #
 # Arguments: models as shape/type (default: 1b/Q4_K_M 1b/Q8_0 1b/F16
 # 8b/Q4_K_M 8b/Q8_0 8b/F16). BATCHES (default 1,2,4,8,16,32,64) and
-# BATCHES_8B_F16 (default 1,4,16,64) are the B values.
+# BATCHES_8B_F16 (default 1,4,16,64) are the B values. MODELDIR, when set,
+# is a folder of models synthesized before (llama-<shape>-<type>.gguf, as
+# `llmserve synth` with the same vocabulary writes them): those found there
+# are measured as they are and kept.
 #
 #   bash scripts/bench-gpu.sh               # all six, about 8 minutes on an H200
 #   LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
@@ -87,11 +90,18 @@ for i in "${!MODELS[@]}"; do
 	name="${shape}-${type}"
 	model="$tmp/llama-$name.gguf"
 	log="$LOGDIR/bench-$name.log"
-	read -r rc synth_s < <(synth "$i")
-	if [ "$rc" -ne 0 ]; then
-		echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
+	if [ -n "${MODELDIR:-}" ] && [ -f "$MODELDIR/llama-$name.gguf" ]; then
+		model="$MODELDIR/llama-$name.gguf"
+		echo "== llama $spec: $model, synthesized before" > "$log"
+		synth_s=- cores=given
+	else
+		read -r rc synth_s < <(synth "$i")
+		if [ "$rc" -ne 0 ]; then
+			echo "bench-gpu: synth $spec failed, see $LOGDIR/synth-$name.log" >&2; status=1; continue
+		fi
+		echo "== llama $spec: synthesized in ${synth_s}s on $workers cores" > "$log"
+		synth_s=${synth_s}s cores="$workers cores"
 	fi
-	echo "== llama $spec: synthesized in ${synth_s}s on $workers cores" > "$log"
 	"$LLMSERVE" inspect "$model" > "$LOGDIR/inspect-$name.txt" 2>&1
 	bytes=$(sed -n 's/^weights read per generated token: .*(\([0-9]*\) bytes).*/\1/p' "$LOGDIR/inspect-$name.txt")
 	if [ -z "$bytes" ]; then
@@ -103,9 +113,9 @@ for i in "${!MODELS[@]}"; do
 	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
 	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 -r 3 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
 	cat "$g" "$ng" >> "$log"
-	rm -f "$model"
+	[ "$model" = "$tmp/llama-$name.gguf" ] && rm -f "$model"
 	{
-		row "$spec" synth "$workers cores" "${synth_s}s" '' '' ''
+		row "$spec" synth "$cores" "$synth_s" '' '' ''
 		v=$(tokps "$g" '^tg128 B=1 ')
 		row "$spec" 'tg128 B=1' 'graphs' "$v" "$(roof "$bytes" 1)" "${LCPP_TG[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 1)")"
 		v=$(tokps "$ng" '^tg128 B=1 ')

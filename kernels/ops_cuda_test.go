@@ -139,19 +139,7 @@ func TestRopeStore(t *testing.T) {
 						v[i] *= s * float64(w[i])
 					}
 				}
-				for i := 0; i < c.dim/2; i++ {
-					theta := float64(pos[tok]) * math.Pow(float64(c.base), -2*float64(i)/float64(c.dim))
-					if ff != nil {
-						theta /= float64(ff[i])
-					}
-					i0, i1 := 2*i, 2*i+1
-					if c.neox {
-						i0, i1 = i, i+c.dim/2
-					}
-					a, d := v[i0], v[i1]
-					v[i0] = a*math.Cos(theta) - d*math.Sin(theta)
-					v[i1] = a*math.Sin(theta) + d*math.Cos(theta)
-				}
+				refRoPE(v, c.dim, float64(pos[tok]), float64(c.base), c.neox, ff)
 				return v
 			}
 			var wantQ []float64

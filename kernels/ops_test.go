@@ -32,6 +32,25 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
+// refRoPE rotates the first rot values of head v in place by position pos
+// in f64: pairs (2i, 2i+1), or (i, i+rot/2) with neox, by the angle
+// pos·base^(-2i/rot), divided by ff[i] when ff is given.
+func refRoPE(v []float64, rot int, pos, base float64, neox bool, ff []float32) {
+	for i := 0; i < rot/2; i++ {
+		theta := pos / math.Pow(base, float64(2*i)/float64(rot))
+		if ff != nil {
+			theta /= float64(ff[i])
+		}
+		a, b := 2*i, 2*i+1
+		if neox {
+			a, b = i, i+rot/2
+		}
+		x0, x1 := v[a], v[b]
+		v[a] = x0*math.Cos(theta) - x1*math.Sin(theta)
+		v[b] = x0*math.Sin(theta) + x1*math.Cos(theta)
+	}
+}
+
 func TestRoPE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	cases := []struct {
@@ -59,20 +78,7 @@ func TestRoPE(t *testing.T) {
 			}
 			want := to64(x)
 			for h := 0; h < c.heads; h++ {
-				v := want[h*c.dim:]
-				for i := 0; i < c.rot/2; i++ {
-					theta := float64(c.pos) / math.Pow(base, float64(2*i)/float64(c.rot))
-					if ff != nil {
-						theta /= float64(ff[i])
-					}
-					a, b := 2*i, 2*i+1
-					if c.neox {
-						a, b = i, i+c.rot/2
-					}
-					x0, x1 := v[a], v[b]
-					v[a] = x0*math.Cos(theta) - x1*math.Sin(theta)
-					v[b] = x0*math.Sin(theta) + x1*math.Cos(theta)
-				}
+				refRoPE(want[h*c.dim:], c.rot, float64(c.pos), base, c.neox, ff)
 			}
 			RoPE(x, c.heads, c.dim, c.rot, c.pos, float32(base), c.neox, ff)
 			if e := nmse(x, want); e > 1e-12 {

@@ -8,24 +8,16 @@ package cuda
 #include <string.h>
 
 // llm_launch launches f with n parameters, each held in an 8-byte slot of
-// args (a 4-byte parameter reads the slot's low half).
+// args (a 4-byte parameter reads the slot's low half). With overlap it
+// allows programmatic stream serialization: the kernel may start before
+// the previous kernel in the stream has finished (it waits with
+// griddepcontrol.wait before using its results).
 static CUresult llm_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 		unsigned bx, unsigned by, unsigned bz, unsigned shm, CUstream s,
-		uint64_t *args, int n) {
+		uint64_t *args, int n, int overlap) {
 	void *params[32];
 	for (int i = 0; i < n && i < 32; i++) params[i] = &args[i];
-	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, NULL);
-}
-
-// llm_launch_overlap is llm_launch with programmatic stream serialization
-// allowed: the kernel may start before the previous kernel in the stream
-// has finished (it waits with griddepcontrol.wait before using its
-// results).
-static CUresult llm_launch_overlap(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-		unsigned bx, unsigned by, unsigned bz, unsigned shm, CUstream s,
-		uint64_t *args, int n) {
-	void *params[32];
-	for (int i = 0; i < n && i < 32; i++) params[i] = &args[i];
+	if (!overlap) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, NULL);
 	CUlaunchAttribute attr;
 	memset(&attr, 0, sizeof attr);
 	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -163,10 +155,10 @@ func (k *Kernel) Launch(grid, block Dim3, shared int, args ...Arg) error {
 		argp = (*C.uint64_t)(unsafe.Pointer(&args[0]))
 	}
 	s := C.CUstream(unsafe.Pointer(k.ctx.stream.C()))
+	overlap, call := C.int(0), "cuLaunchKernel "
 	if k.overlap && k.ctx.overlap {
-		r := C.llm_launch_overlap(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), s, argp, C.int(len(args)))
-		return check("cuLaunchKernelEx "+k.name, r)
+		overlap, call = 1, "cuLaunchKernelEx "
 	}
-	r := C.llm_launch(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), s, argp, C.int(len(args)))
-	return check("cuLaunchKernel "+k.name, r)
+	r := C.llm_launch(k.fn, gx, gy, gz, bx, by, bz, C.uint(shared), s, argp, C.int(len(args)), overlap)
+	return check(call+k.name, r)
 }

@@ -251,17 +251,7 @@ func TestMatVecWide(t *testing.T) {
 				const rows = 70
 				gate, up := randomRows(rng, typ, rows, cols), randomRows(rng, typ, rows, cols)
 				matrices := func(wide bool) (DevMatrix, DevMatrix) {
-					m := func(data []byte) DevMatrix {
-						if wide {
-							w, err := Widen(typ, data, rows, cols)
-							if err != nil {
-								t.Fatal(err)
-							}
-							data = w
-						}
-						return DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data), Wide: wide}
-					}
-					return m(gate), m(up)
+					return g.matrix(typ, gate, rows, cols, wide), g.matrix(typ, up, rows, cols, wide)
 				}
 				gw, uw := matrices(true)
 				gg, ug := matrices(false)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"llmserve/gguf"
 	"llmserve/internal/cuda"
 )
 
@@ -91,6 +92,20 @@ func (g *gpuBuffers) i32(v []int32) DevI32 {
 
 // bytes uploads v followed by 256 zero bytes, as the engine places
 // weights: the 8-bit kernels may read a word past a matrix's last row.
+// matrix uploads data, a rows × cols matrix of type typ in the GGUF
+// layout, as stored (wide false) or converted to the wide layout.
+func (g *gpuBuffers) matrix(typ gguf.Type, data []byte, rows, cols int, wide bool) DevMatrix {
+	g.t.Helper()
+	if wide {
+		w, err := Widen(typ, data, rows, cols)
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		data = w
+	}
+	return DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data), Wide: wide}
+}
+
 func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
 	g.t.Helper()
 	b, err := cuda.Upload(dev.Context(), "test bytes", append(slices.Clip(v), make([]byte, 256)...))

@@ -51,15 +51,7 @@ func TestMatVecKinds(t *testing.T) {
 				for _, s := range c.segs {
 					d := randomRows(rng, s.typ, rows, cols)
 					data = append(data, d)
-					stored := d
-					if s.wide {
-						w, err := Widen(s.typ, d, rows, cols)
-						if err != nil {
-							t.Fatal(err)
-						}
-						stored = w
-					}
-					w := DevMatrix{Type: s.typ, Rows: rows, Cols: cols, Ptr: g.bytes(stored), Wide: s.wide}
+					w := g.matrix(s.typ, d, rows, cols, s.wide)
 					segs = append(segs, MatVecSeg{W: w, Y: g.poisoned(B, rows)})
 					wides = append(wides, MatVecSeg{W: w, Y: g.poisoned(1, rows)})
 				}

@@ -74,7 +74,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	streams, ctx, cancel, err := s.submit(w, r, m, base, [][]int32{prompt})
+	g, cancel, err := s.submit(w, r, m, base, [][]int32{prompt}, body.includeUsage())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -86,7 +86,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Created: time.Now().Unix(),
 		Model:   m.Name,
 	}
-	g := generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: body.includeUsage()}
 	if body.Stream {
 		resp.Object = "chat.completion.chunk"
 		streamChat(w, g, resp)

@@ -58,7 +58,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	streams, ctx, cancel, err := s.submit(w, r, m, base, prompts)
+	g, cancel, err := s.submit(w, r, m, base, prompts, body.includeUsage())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -70,7 +70,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		Created: time.Now().Unix(),
 		Model:   m.Name,
 	}
-	g := generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: body.includeUsage()}
 	if body.Stream {
 		streamCompletion(w, g, resp)
 	} else {

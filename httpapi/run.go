@@ -33,9 +33,10 @@ type generation struct {
 	includeUsage bool // stream_options.include_usage
 }
 
-// submit queues one scheduler request per prompt. The returned context
-// ends the request (client gone, timeout, or the returned cancel).
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32) ([]*decode.Stream, context.Context, context.CancelFunc, error) {
+// submit queues one scheduler request per prompt and returns their
+// generation. Its context ends the request (client gone, timeout, or the
+// returned cancel).
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32, includeUsage bool) (generation, context.CancelFunc, error) {
 	var (
 		ctx    context.Context
 		cancel context.CancelFunc
@@ -61,13 +62,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base d
 		var err error
 		if streams[i], err = m.Scheduler.Submit(ctx, req); err != nil {
 			cancel()
-			return nil, nil, nil, err
+			return generation{}, nil, err
 		}
 		if st != nil {
 			st.promptTokens += len(p)
 		}
 	}
-	return streams, ctx, cancel, nil
+	return generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: includeUsage}, cancel, nil
 }
 
 // record notes a batch of events in the request's stats (st may be nil).

@@ -19,6 +19,7 @@
 #pragma once
 #include "overlap.cuh"
 #include "quant.cuh"
+#include "reduce.cuh"
 
 #define MV_THREADS 256 // threads per block of every matrix-vector kernel
 #define MV_WARPS (MV_THREADS / 32)
@@ -156,15 +157,7 @@ static __device__ __forceinline__ void mv_store_glu(const MVArgs &a, int r, int 
 static __device__ __forceinline__ float rms_scale(const float *x, int n, float eps, float *red) {
   float ss = 0.f;
   for (int i = threadIdx.x; i < n; i += MV_THREADS) ss += x[i] * x[i];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float t = 0.f;
-#pragma unroll
-  for (int w = 0; w < MV_WARPS; w++) t += red[w];
-  return 1.f / sqrtf(t / (float)n + eps);
+  return 1.f / sqrtf(block_sum<MV_WARPS>(ss, red) / (float)n + eps);
 }
 
 // stage_value is input value i of a row of x (scale its RMSNorm scale).

@@ -332,15 +332,7 @@ static __device__ __forceinline__ float stage_scale(const MVArgs &a, const float
 #pragma unroll
     for (int k = 0; k < STAGE_V; k++) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = 0.f;
-#pragma unroll
-  for (int w = 0; w < STAGE_T / 32; w++) tot += red[w];
-  return 1.f / sqrtf(tot / (float)a.cols + a.eps);
+  return 1.f / sqrtf(block_sum<STAGE_T / 32>(ss, red) / (float)a.cols + a.eps);
 }
 
 // stage_q8 writes columns b0..b0+nb of the (normalized) input to shared

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "overlap.cuh"
+#include "reduce.cuh"
 
 #define SAMPLE_THREADS 1024
 #define SAMPLE_CAP 1024
@@ -48,17 +49,6 @@ static __device__ __forceinline__ float block_max(float v, float *red) {
   float m = red[0];
   for (int w = 1; w < SAMPLE_WARPS; w++) m = fmaxf(m, red[w]);
   return m;
-}
-
-static __device__ __forceinline__ float block_sumf(float v, float *red) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float s = 0.f;
-  for (int w = 0; w < SAMPLE_WARPS; w++) s += red[w];
-  return s;
 }
 
 // block_scan returns the sum of v over the threads before this one (in
@@ -301,11 +291,11 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
     // logits when there is no top-k.
     float z = 0.f;
     if (topK) {
-      z = block_sumf(threadIdx.x < c ? expf(cl[threadIdx.x] - cl[0]) : 0.f, redf);
+      z = block_sum<SAMPLE_WARPS>(threadIdx.x < c ? expf(cl[threadIdx.x] - cl[0]) : 0.f, redf);
     } else {
       float s = 0.f;
       for (int i = threadIdx.x; i < n; i += SAMPLE_THREADS) s += expf(x[i] - m);
-      z = block_sumf(s, redf);
+      z = block_sum<SAMPLE_WARPS>(s, redf);
     }
     const int i = threadIdx.x;
     const float w = i < c ? expf(cl[i] - cl[0]) / z : 0.f;

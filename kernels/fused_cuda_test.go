@@ -112,7 +112,7 @@ func TestMatVecFused(t *testing.T) {
 					data := randomRows(rng, typ, rows[i], cols)
 					bias := randF32(rng, rows[i])
 					segs = append(segs, MatVecSeg{
-						W: DevMatrix{Type: typ, Rows: rows[i], Cols: cols, Ptr: g.bytes(data)},
+						W: g.matrix(typ, data, rows[i], cols, false),
 						Y: g.poisoned(B, rows[i]), Bias: g.f32(bias, 1, rows[i]),
 					})
 					w := refProduct(typ, data, rows[i], cols, nx)
@@ -149,7 +149,7 @@ func TestMatVecFused(t *testing.T) {
 				// when cut to the same rows.
 				gate := MatVecSeg{W: segs[0].W, Y: g.poisoned(B, rows[0])}
 				upData := randomRows(rng, mx.types[1], rows[0], cols)
-				up := MatVecSeg{W: DevMatrix{Type: mx.types[1], Rows: rows[0], Cols: cols, Ptr: g.bytes(upData)}, Y: g.poisoned(B, rows[0])}
+				up := MatVecSeg{W: g.matrix(mx.types[1], upData, rows[0], cols, false), Y: g.poisoned(B, rows[0])}
 				if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{gate, up}, X: xd, Norm: g.f32(norm, 1, cols), Eps: 1e-5, GLU: true}); err != nil {
 					t.Fatal(err)
 				}
@@ -174,7 +174,7 @@ func TestMatVecBatchConsistent(t *testing.T) {
 			g := newBuffers(t)
 			rows, cols := 96, 4096
 			data := randomRows(rng, typ, rows, cols)
-			w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+			w := g.matrix(typ, data, rows, cols, false)
 			x := randF32(rng, 13*cols)
 			norm := g.f32(randF32(rng, cols), 1, cols)
 			alone := make([][]float32, 13)
@@ -219,7 +219,7 @@ func readBytes(t *testing.T, w DevMatrix) []byte {
 
 func TestMatVecFusedErrors(t *testing.T) {
 	g := newBuffers(t)
-	w := DevMatrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 64, Ptr: g.bytes(make([]byte, 4*68))}
+	w := g.matrix(gguf.TypeQ8_0, make([]byte, 4*68), 4, 64, false)
 	x, y := g.poisoned(2, 64), g.poisoned(2, 4)
 	seg := MatVecSeg{W: w, Y: y}
 	cases := map[string]MatVecOp{

@@ -90,8 +90,6 @@ func (g *gpuBuffers) i32(v []int32) DevI32 {
 	return DevI32{b.Ptr(), len(v)}
 }
 
-// bytes uploads v followed by 256 zero bytes, as the engine places
-// weights: the 8-bit kernels may read a word past a matrix's last row.
 // matrix uploads data, a rows × cols matrix of type typ in the GGUF
 // layout, as stored (wide false) or converted to the wide layout.
 func (g *gpuBuffers) matrix(typ gguf.Type, data []byte, rows, cols int, wide bool) DevMatrix {
@@ -106,6 +104,8 @@ func (g *gpuBuffers) matrix(typ gguf.Type, data []byte, rows, cols int, wide boo
 	return DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data), Wide: wide}
 }
 
+// bytes uploads v followed by 256 zero bytes, as the engine places
+// weights: the 8-bit kernels may read a word past a matrix's last row.
 func (g *gpuBuffers) bytes(v []byte) cuda.DevPtr {
 	g.t.Helper()
 	b, err := cuda.Upload(dev.Context(), "test bytes", append(slices.Clip(v), make([]byte, 256)...))

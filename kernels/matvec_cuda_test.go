@@ -31,7 +31,7 @@ func TestGetRows(t *testing.T) {
 				rows := 9
 				data := randomRows(rng, typ, rows, cols)
 				rb, _ := typ.RowBytes(int64(cols))
-				w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+				w := g.matrix(typ, data, rows, cols, false)
 				ids := []int32{3, 0, 8, 3, -1, 9}
 				out := g.poisoned(len(ids), cols)
 				if err := dev.GetRows(w, g.i32(ids), out); err != nil {
@@ -63,7 +63,7 @@ func TestMatVec(t *testing.T) {
 					rows := 67
 					data := randomRows(rng, typ, rows, cols)
 					x := randF32(rng, b*cols)
-					w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+					w := g.matrix(typ, data, rows, cols, false)
 					y := g.poisoned(b, rows)
 					if err := dev.MatVec(w, g.f32(x, b, cols), y); err != nil {
 						t.Fatal(err)
@@ -80,7 +80,7 @@ func TestMatVec(t *testing.T) {
 
 func TestMatVecShapeErrors(t *testing.T) {
 	g := newBuffers(t)
-	w := DevMatrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 64, Ptr: g.bytes(make([]byte, 4*68))}
+	w := g.matrix(gguf.TypeQ8_0, make([]byte, 4*68), 4, 64, false)
 	x := g.poisoned(2, 64)
 	cases := []struct {
 		name string
@@ -111,7 +111,7 @@ func BenchmarkMatVec(b *testing.B) {
 		rng := rand.New(rand.NewPCG(7, uint64(typ)))
 		g := newBuffers(b)
 		data := randomRows(rng, typ, rows, cols)
-		w := DevMatrix{Type: typ, Rows: rows, Cols: cols, Ptr: g.bytes(data)}
+		w := g.matrix(typ, data, rows, cols, false)
 		x := g.f32(randF32(rng, MaxBatch*cols), MaxBatch, cols)
 		y := g.poisoned(MaxBatch, rows)
 		for _, batch := range []int{1, 8, 64} {

@@ -40,7 +40,7 @@ func TestRopeEpilogue(t *testing.T) {
 			seq := []int32{0, 1, -1}
 			B, qDim, kvDim := len(pos), heads*c.headDim, kvHeads*c.headDim
 			mat := func(rows int) DevMatrix {
-				return DevMatrix{Type: c.typ, Rows: rows, Cols: cols, Ptr: g.bytes(randomRows(rng, c.typ, rows, cols))}
+				return g.matrix(c.typ, randomRows(rng, c.typ, rows, cols), rows, cols, false)
 			}
 			wq, wk, wv := mat(qDim), mat(kvDim), mat(kvDim)
 			x, norm := g.f32(randF32(rng, B*cols), B, cols), g.f32(randF32(rng, cols), 1, cols)

@@ -183,7 +183,8 @@ ATTENTION_PART(16)
 // tokens. Grid (B, heads), 32*ceil(headDim/32) threads (at least one per
 // dimension). Every load is issued at the start: each thread reads the
 // maxima and sums of its splits and the values of its dimension in all
-// splits, so the merge costs one memory round trip.
+// splits (attention_part writes them for padding tokens too), beside the
+// token's position and sequence, so the merge costs one memory round trip.
 extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
                                            const int *__restrict__ pos, const int *__restrict__ seq, int heads,
                                            int headDim, int splits, int ctx, int maxSeqs) {
@@ -192,10 +193,6 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
   grid_wait();
   const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b], d = threadIdx.x;
   float *o = out + ((size_t)b * heads + h) * headDim;
-  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
-    if (d < headDim) o[d] = 0.f;
-    return;
-  }
   const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
   float pv[ATT_MAX_SPLITS];
 #pragma unroll
@@ -207,6 +204,10 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
     const int i = d + k * blockDim.x;
     mi[k] = i < splits ? pt[i * (headDim + 2) + headDim] : -INFINITY;
     li[k] = i < splits ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
+  }
+  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
+    if (d < headDim) o[d] = 0.f;
+    return;
   }
   float m = fmaxf(mi[0], mi[1]);
 #pragma unroll

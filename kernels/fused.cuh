@@ -40,11 +40,11 @@ struct MVSeg {
 // q and k are rotated by angle pos[b] * base^(-2i/ropeDim) / factors[i]
 // (pairs 2i < ropeDim; factors may be null) and written to their outputs;
 // k and v are also written to the cache (kc, vc: [maxSeqs][ctx][kvdim]) at
-// position pos[b] of sequence seq[b], unless that is padding. It lives in
-// device memory (MVArgs.rope), set up once per layer.
+// position pos[b] of sequence seq[b] (MVArgs.pos, MVArgs.seq), unless that
+// is padding. It lives in device memory (MVArgs.rope), set up once per
+// layer.
 struct MVRope {
   float *kc, *vc;
-  const int *pos, *seq;
   const float *factors;
   int headDim, ropeDim, kvdim, ctx, maxSeqs;
   float base;
@@ -60,6 +60,9 @@ struct MVArgs {
   int glu;        // segments 0 and 1 are gate and up
   int wpr;        // mvq.cu: warps per row pair (1, 2, 4 or 8)
   const MVRope *rope; // mvq.cu: RoPE and the cache write of a Q/K/V product, or null
+  // With rope: the step's positions and sequences (B each). Only host
+  // copies write them, so kernels may read them before grid_wait.
+  const int *pos, *seq;
 };
 
 // The kernel parameters of a fused product, flattened (the launch passes
@@ -69,12 +72,12 @@ struct MVArgs {
       const uint8_t *W1, float *y1, const float *bias1, long long rb1, int rows1, int type1,       \
       const uint8_t *W2, float *y2, const float *bias2, long long rb2, int rows2, int type2,       \
       int nseg, const float *x, const float *norm, int cols, int B, float eps, int accumulate, int glu,   \
-      int wpr, const MVRope *rope
+      int wpr, const MVRope *rope, const int *pos, const int *seq
 #define MV_ARGS                                                                                    \
   MVArgs {                                                                                         \
     {W0, y0, bias0, rb0, rows0, type0}, {W1, y1, bias1, rb1, rows1, type1},                        \
         {W2, y2, bias2, rb2, rows2, type2}, nseg, x, norm, cols, B, eps, accumulate, glu, wpr,     \
-        rope                                                                                       \
+        rope, pos, seq                                                                             \
   }
 
 static __device__ __forceinline__ MVSeg mv_seg(const MVArgs &a, int s) {
@@ -110,19 +113,29 @@ static __device__ __forceinline__ void mv_store(const MVArgs &a, int s, int r, i
   *o = a.accumulate ? *o + v : v;
 }
 
+// mv_prefetch asks for the output of row r of segment s for column b to be
+// brought to L1 where the epilogue will read it (a residual connection),
+// so that the read at the end of the row's product does not go to DRAM.
+static __device__ __forceinline__ void mv_prefetch(const MVArgs &a, int s, int r, int b) {
+  if (!a.accumulate) return;
+  const MVSeg g = mv_seg(a, s);
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(g.y + (size_t)b * g.rows + r));
+}
+
 // mv_store_pair finishes output values v0, v1 of rows r, r+1 (r even) of
-// segment s for column b, with the rotation and cache write of a.rope when
-// it is set (the same arithmetic as rope_store in attention.cu).
-static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, int s, int r, int b, float v0, float v1) {
-  if (a.rope == nullptr) {
+// segment s for column b, with the rotation and cache write of rope (a copy
+// of *a.rope; p and sq are the column's position and sequence) when it is
+// not null (the same arithmetic as rope_store in attention.cu).
+static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, const MVRope *rope, int p, int sq, int s,
+                                                     int r, int b, float v0, float v1) {
+  if (rope == nullptr) {
     mv_store(a, s, r, b, v0);
     mv_store(a, s, r + 1, b, v1);
     return;
   }
   const MVSeg g = mv_seg(a, s);
   if (g.bias != nullptr) v0 += g.bias[r], v1 += g.bias[r + 1];
-  const MVRope &rp = *a.rope;
-  const int p = rp.pos[b];
+  const MVRope &rp = *rope;
   const int i = (r % rp.headDim) >> 1;
   if (s < 2 && 2 * i < rp.ropeDim) {
     float theta = (float)p * powf(rp.base, -2.f * (float)i / (float)rp.ropeDim);
@@ -134,7 +147,6 @@ static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, int s, int
   }
   float *o = g.y + (size_t)b * g.rows + r;
   o[0] = v0, o[1] = v1;
-  const int sq = rp.seq[b];
   if (s > 0 && sq >= 0 && sq < rp.maxSeqs && p >= 0 && p < rp.ctx) {
     float *c = (s == 1 ? rp.kc : rp.vc) + ((size_t)sq * rp.ctx + p) * rp.kvdim + r;
     c[0] = v0, c[1] = v1;
@@ -172,7 +184,9 @@ static __device__ __forceinline__ float4 stage4(const float *xrow, const float *
 
 // q8_quad quantizes one block of 32 values held 4 per lane by 8 consecutive
 // lanes (aligned to 8) of a converged warp: it returns this lane's 4 values
-// as packed signed bytes, and the block's scale d and its sum of q.
+// as packed signed bytes, and the block's scale d and its sum of q (0
+// without SUM, for products whose weights have no minimums).
+template <bool SUM = true>
 static __device__ __forceinline__ uint32_t q8_quad(float4 v, float *d, int *qsum) {
   float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
 #pragma unroll
@@ -181,9 +195,12 @@ static __device__ __forceinline__ uint32_t q8_quad(float4 v, float *d, int *qsum
   const float id = amax > 0.f ? 127.f / amax : 0.f;
   const int q0 = __float2int_rn(v.x * id), q1 = __float2int_rn(v.y * id);
   const int q2 = __float2int_rn(v.z * id), q3 = __float2int_rn(v.w * id);
-  int s = q0 + q1 + q2 + q3;
+  int s = 0;
+  if constexpr (SUM) {
+    s = q0 + q1 + q2 + q3;
 #pragma unroll
-  for (int off = 4; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    for (int off = 4; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  }
   *qsum = s;
   return (uint32_t)(q0 & 0xFF) | (uint32_t)(q1 & 0xFF) << 8 | (uint32_t)(q2 & 0xFF) << 16 | (uint32_t)q3 << 24;
 }

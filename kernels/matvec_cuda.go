@@ -313,7 +313,7 @@ func tile(B int) int {
 // over batch tiles and rows).
 func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	B, cols := op.X.Rows, op.X.Cols
-	args := make([]cuda.Arg, 0, 29)
+	args := make([]cuda.Arg, 0, 31)
 	total := 0
 	for i := 0; i < 3; i++ {
 		if i >= len(op.Segs) {
@@ -334,9 +334,10 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	}
 	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), 0)
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), 0, 0, 0)
 	if mvq && op.Rope != nil && op.Rope.Fused() {
-		args[len(args)-1] = cuda.P(op.Rope.args.Ptr())
+		n := len(args)
+		args[n-3], args[n-2], args[n-1] = cuda.P(op.Rope.args.Ptr()), cuda.P(op.Rope.op.Pos.Ptr), cuda.P(op.Rope.op.Seq.Ptr)
 	}
 	nb := tile(B)
 	if mvq {

@@ -341,7 +341,9 @@ static __device__ __forceinline__ float stage_scale(const MVArgs &a, const float
 // any, so the staging costs one memory round trip per stretch, not one per
 // value; the first stretch's loads go out before the norm's sum of squares
 // (stage_scale), so that pass over the column and this one share a trip.
-template <int THREADS>
+// Without SUM the blocks' sums of q are left zero: group_dot multiplies
+// them by the weights' minimums, which wide Q8_0 (mv8_1) does not have.
+template <int THREADS, bool SUM>
 static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb, uint32_t *xq, float2 *xd,
                                                 float *red) {
   const int cols = a.cols, n4 = cols >> 2;
@@ -370,7 +372,7 @@ static __device__ __forceinline__ void stage_q8(const MVArgs &a, int b0, int nb,
           x = make_float4(x.x * scale * w[k].x, x.y * scale * w[k].y, x.z * scale * w[k].z, x.w * scale * w[k].w);
         float d;
         int qs;
-        const uint32_t q = q8_quad(x, &d, &qs);
+        const uint32_t q = q8_quad<SUM>(x, &d, &qs);
         if (t < n4) {
           const int g = t >> 4, wd = t & 15;
           xq[((size_t)b * xs16(cols) + ((g >> 5) * 4 + (wd >> 2)) * 32 + (g & 31)) * 4 + (wd & 3)] = q;
@@ -519,11 +521,22 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   // their sums meet in shared memory in a fixed order.
   const int W = a.wpr, sub = warp % W, per = WARPS / W;
   const int pairs = a.glu ? total : total / 2;
+  // The rotation's parameters and the tile's positions and sequences are
+  // copied to shared memory before waiting (no kernel writes them), so
+  // that the epilogues read nothing from global memory.
+  static_assert(sizeof(MVRope) % 4 == 0, "MVRope: copied in words");
+  constexpr int RW = sizeof(MVRope) / 4;
+  __shared__ MVRope rope;
+  __shared__ int rpos[NB], rseq[NB];
+  if (a.rope != nullptr) {
+    if (threadIdx.x < RW) ((uint32_t *)&rope)[threadIdx.x] = __ldg((const uint32_t *)a.rope + threadIdx.x);
+    if (threadIdx.x < nb) rpos[threadIdx.x] = __ldg(a.pos + b0 + threadIdx.x), rseq[threadIdx.x] = __ldg(a.seq + b0 + threadIdx.x);
+  }
   grid_wait();
   if constexpr (KIND == MVQ_F16) {
     stage_f32<THREADS>(a, b0, (float4 *)smem, red);
   } else {
-    stage_q8<THREADS>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
+    stage_q8<THREADS, KIND != MVQ_Q8>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   }
   __syncthreads();
   __shared__ float part[WARPS][2][NB];
@@ -537,6 +550,11 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     for (int b = 0; b < NB; b++) acc[0][b] = acc[1][b] = 0.f;
     if (on) {
       const PairRows p = pair_rows(a, pi);
+      // The residual's prefetch only where it spills nothing: in mvk_1 and
+      // the batch tiles its address registers spill (1B Q4_K_M -2%).
+      if constexpr (KIND == MVQ_Q8) {
+        if (sub == 0 && lane < nb) mv_prefetch(a, p.s, p.r, b0 + lane);
+      }
       const int first = sub * 32 + lane, step = 32 * W;
       if constexpr (KIND == MVQ_F16) {
         if (p.type == T_F16) row_pair_h<T_F16, NB>(p.ra, p.rb, cols, (const float4 *)smem, first, step, acc);
@@ -572,7 +590,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
         if (a.glu) {
           mv_store_glu(a, p.r, b0 + lane, g0, g1);
         } else {
-          mv_store_pair(a, p.s, p.r, b0 + lane, g0, g1);
+          mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, g0, g1);
         }
       }
       group_sync(1 + warp / W, 32 * W);
@@ -588,7 +606,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       if (a.glu) {
         mv_store_glu(a, p.r, b0 + lane, v0, v1);
       } else {
-        mv_store_pair(a, p.s, p.r, b0 + lane, v0, v1);
+        mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, v0, v1);
       }
     }
   }

@@ -4,7 +4,8 @@
 // calls grid_wait before it reads anything an earlier kernel wrote and
 // before it writes anything: grid_wait returns once the earlier kernel has
 // finished and its writes are visible. Only reads of what no kernel writes
-// (the weights) may come first. A kernel lets the next one start with
+// (the weights, the step's positions and sequences, which host copies
+// write before the step) may come first. A kernel lets the next one start with
 // grid_launch: right after waiting (grid_begin) where it is short, or at
 // the end of its blocks, so that the next kernel's blocks do not sit
 // waiting on the multiprocessors through a long run (mvq.cu, attention.cu).

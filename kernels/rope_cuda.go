@@ -36,10 +36,10 @@ func (d *Device) NewRopeEpilogue(op RopeStoreOp) (*RopeEpilogue, error) {
 	if r.Neox || op.QNorm.Ptr != 0 || op.KNorm.Ptr != 0 {
 		return e, nil
 	}
-	// MVRope: five pointers, then headDim, ropeDim, kvdim, ctx, maxSeqs and
-	// base, 64 bytes.
-	words := make([]uint32, 0, 16)
-	for _, p := range []cuda.DevPtr{c.K, c.V, op.Pos.Ptr, op.Seq.Ptr, r.Factors.Ptr} {
+	// MVRope: three pointers, then headDim, ropeDim, kvdim, ctx, maxSeqs and
+	// base, 48 bytes. The positions and sequences go with each launch.
+	words := make([]uint32, 0, 12)
+	for _, p := range []cuda.DevPtr{c.K, c.V, r.Factors.Ptr} {
 		words = append(words, uint32(p), uint32(uint64(p)>>32))
 	}
 	words = append(words, uint32(r.HeadDim), uint32(r.Dim), uint32(c.KVDim()), uint32(c.Ctx), uint32(c.MaxSeqs), math.Float32bits(r.Base))

@@ -65,7 +65,6 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
                                                       float scale, int tile) {
   extern __shared__ __align__(16) float att_smem[];
   __shared__ float mS[ATT_MAXG], lS[ATT_MAXG], corrS[ATT_MAXG];
-  grid_wait();
   const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int G = heads / kvHeads, kvdim = kvHeads * headDim, hd4 = headDim >> 2, pitch = headDim + 4;
@@ -73,7 +72,7 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   float *vs = ks + tile * pitch;      // tile × headDim: V rows
   float *qs = vs + tile * headDim;    // G × headDim: the queries, scaled
   float *sc = qs + G * headDim;       // G × tile: scores, then weights
-  const int s = seq[b], p = pos[b];
+  const int s = seq[b], p = pos[b]; // only host copies write them
   int t0 = 0, t1 = 0; // positions [t0, t1) of this split
   if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
     const int per = (p + splits) / splits; // ceil((p+1)/splits)
@@ -82,15 +81,31 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   }
   const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
   const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
-  // fetch issues the copies of the K and V rows of positions [tt, tt+n).
-  auto fetch = [&](int tt, int n) {
-    for (int c = tid; c < n * hd4; c += ATT_THREADS) {
+  // fetch issues the copies of the K and V rows tt+j of a tile starting at
+  // position tt, for j in [lo, hi) but j == skip.
+  auto fetch = [&](int tt, int lo, int hi, int skip) {
+    for (int c = lo * hd4 + tid; c < hi * hd4; c += ATT_THREADS) {
       const int j = c / hd4, e = 4 * (c - j * hd4);
+      if (j == skip) continue;
       cp_async16(ks + j * pitch + e, K + (size_t)(tt + j) * kvdim + e);
       cp_async16(vs + j * headDim + e, V + (size_t)(tt + j) * kvdim + e);
     }
   };
-  if (t0 < t1) fetch(t0, min(tile, t1 - t0));
+  // A step of one token writes only its own position of the cache, in the
+  // kernel ahead: the first tile's other rows are copied before waiting
+  // for it (launched to overlap, the copies then run during its last
+  // blocks), that row after.
+  const int n0 = min(tile, t1 - t0);
+  const bool early = gridDim.x == 1;
+  if (early && t0 < t1) fetch(t0, 0, n0, p - t0);
+  grid_wait();
+  if (t0 < t1) {
+    if (!early) {
+      fetch(t0, 0, n0, -1);
+    } else if (p < t0 + n0) {
+      fetch(t0, p - t0, p - t0 + 1, -1);
+    }
+  }
   const float *qh = q + ((size_t)b * heads + (size_t)kvh * G) * headDim;
   for (int i = tid; i < G * headDim; i += ATT_THREADS) qs[i] = qh[i] * scale;
   if (tid < G) mS[tid] = -INFINITY, lS[tid] = 0.f;
@@ -143,7 +158,7 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
       }
     }
     __syncthreads();
-    if (tt + tile < t1) fetch(tt + tile, min(tile, t1 - tt - tile));
+    if (tt + tile < t1) fetch(tt + tile, 0, min(tile, t1 - tt - tile), -1);
   }
 #pragma unroll
   for (int k = 0; k < S; k++) {

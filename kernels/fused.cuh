@@ -153,6 +153,16 @@ static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, const MVRo
   }
 }
 
+// mv_store_pair_global is mv_store_pair with the rotation's parameters and
+// the column's position and sequence read from global memory.
+static __device__ __forceinline__ void mv_store_pair_global(const MVArgs &a, int s, int r, int b, float v0, float v1) {
+  if (a.rope == nullptr) {
+    mv_store_pair(a, nullptr, 0, 0, s, r, b, v0, v1);
+  } else {
+    mv_store_pair(a, a.rope, a.pos[b], a.seq[b], s, r, b, v0, v1);
+  }
+}
+
 // mv_store_glu finishes row r of a GLU product for column b from the gate
 // and up dot products.
 static __device__ __forceinline__ void mv_store_glu(const MVArgs &a, int r, int b, float gate, float up) {

@@ -523,12 +523,13 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
   const int pairs = a.glu ? total : total / 2;
   // The rotation's parameters and the tile's positions and sequences are
   // copied to shared memory before waiting (no kernel writes them), so
-  // that the epilogues read nothing from global memory.
+  // that the epilogues read nothing from global memory; mvh_1 reads them
+  // in its epilogue, as the copy makes it spill (8B F16 -3%).
   static_assert(sizeof(MVRope) % 4 == 0, "MVRope: copied in words");
   constexpr int RW = sizeof(MVRope) / 4;
   __shared__ MVRope rope;
   __shared__ int rpos[NB], rseq[NB];
-  if (a.rope != nullptr) {
+  if (KIND != MVQ_F16 && a.rope != nullptr) {
     if (threadIdx.x < RW) ((uint32_t *)&rope)[threadIdx.x] = __ldg((const uint32_t *)a.rope + threadIdx.x);
     if (threadIdx.x < nb) rpos[threadIdx.x] = __ldg(a.pos + b0 + threadIdx.x), rseq[threadIdx.x] = __ldg(a.seq + b0 + threadIdx.x);
   }
@@ -590,7 +591,11 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
         if (a.glu) {
           mv_store_glu(a, p.r, b0 + lane, g0, g1);
         } else {
-          mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, g0, g1);
+          if constexpr (KIND == MVQ_F16) {
+            mv_store_pair_global(a, p.s, p.r, b0 + lane, g0, g1);
+          } else {
+            mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, g0, g1);
+          }
         }
       }
       group_sync(1 + warp / W, 32 * W);
@@ -606,7 +611,11 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       if (a.glu) {
         mv_store_glu(a, p.r, b0 + lane, v0, v1);
       } else {
-        mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, v0, v1);
+        if constexpr (KIND == MVQ_F16) {
+          mv_store_pair_global(a, p.s, p.r, b0 + lane, v0, v1);
+        } else {
+          mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, v0, v1);
+        }
       }
     }
   }

@@ -49,7 +49,9 @@ static __device__ __forceinline__ void cp_async_wait() {
 // The range is walked in tiles of `tile` (≤ 32) positions. A tile's K and
 // V rows are copied to shared memory all at once (cp.async), so a tile
 // costs one memory round trip; the first tile's copies are issued before
-// the queries are staged. Then each thread computes scores of (head,
+// the queries are staged, and in a single-token step before the kernel
+// waits for the one ahead (all but the token's own row, which that kernel
+// writes). Then each thread computes scores of (head,
 // position) pairs, one warp per head turns a tile's scores into weights
 // (one position per lane), and each thread accumulates weights times V for
 // its (head, dimension) slots.

@@ -540,6 +540,16 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     stage_q8<THREADS, KIND != MVQ_Q8>(a, b0, nb, (uint32_t *)xq, (float2 *)xd, red);
   }
   __syncthreads();
+  // finish runs the epilogue of pair p for column b0 + c.
+  const auto finish = [&](const PairRows &p, int c, float v0, float v1) {
+    if (a.glu) {
+      mv_store_glu(a, p.r, b0 + c, v0, v1);
+    } else if constexpr (KIND == MVQ_F16) {
+      mv_store_pair_global(a, p.s, p.r, b0 + c, v0, v1);
+    } else {
+      mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[c], rseq[c], p.s, p.r, b0 + c, v0, v1);
+    }
+  };
   __shared__ float part[WARPS][2][NB];
   // Pairs are dealt to the blocks in turn (pair i to block i mod the
   // grid), so a matrix of few pairs still spreads over every block.
@@ -588,15 +598,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
       if (on && sub == 0 && lane < nb) {
         float g0 = 0.f, g1 = 0.f;
         for (int w = warp; w < warp + W; w++) g0 += part[w][0][lane], g1 += part[w][1][lane];
-        if (a.glu) {
-          mv_store_glu(a, p.r, b0 + lane, g0, g1);
-        } else {
-          if constexpr (KIND == MVQ_F16) {
-            mv_store_pair_global(a, p.s, p.r, b0 + lane, g0, g1);
-          } else {
-            mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, g0, g1);
-          }
-        }
+        finish(p, lane, g0, g1);
       }
       group_sync(1 + warp / W, 32 * W);
       continue;
@@ -607,17 +609,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
 #pragma unroll
     for (int b = 0; b < NB; b++)
       if (lane == b) v0 = acc[0][b], v1 = acc[1][b];
-    if (on && lane < nb) {
-      if (a.glu) {
-        mv_store_glu(a, p.r, b0 + lane, v0, v1);
-      } else {
-        if constexpr (KIND == MVQ_F16) {
-          mv_store_pair_global(a, p.s, p.r, b0 + lane, v0, v1);
-        } else {
-          mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[lane], rseq[lane], p.s, p.r, b0 + lane, v0, v1);
-        }
-      }
-    }
+    if (on && lane < nb) finish(p, lane, v0, v1);
   }
   grid_launch();
 }

@@ -5,9 +5,9 @@
 // before it writes anything: grid_wait returns once the earlier kernel has
 // finished and its writes are visible. Only reads of what no kernel writes
 // (the weights, the step's positions and sequences, which host copies
-// write before the step) may come first. A kernel lets the next one start with
-// grid_launch: right after waiting (grid_begin) where it is short, or at
-// the end of its blocks, so that the next kernel's blocks do not sit
+// write before the step) may come first. A kernel lets the next one start
+// with grid_launch: right after waiting (grid_begin) where it is short, or
+// at the end of its blocks, so that the next kernel's blocks do not sit
 // waiting on the multiprocessors through a long run (mvq.cu, attention.cu).
 // On older devices, and in a launch without the attribute, both are no-ops.
 #pragma once

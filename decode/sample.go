@@ -22,6 +22,22 @@ type SamplerParams struct {
 	Seed             uint64            // seeds the request's own random stream
 	Logprobs         bool              // report the log-probability of each sampled token
 	TopLogprobs      int               // also report this many most likely alternatives (0..MaxTopLogprobs)
+
+	// llama.cpp's further samplers, with its definitions. Their zero values
+	// turn them off.
+	TypicalP            float32  // locally typical sampling; >= 1 or <= 0: off
+	TopNSigma           float32  // keep logits within TopNSigma standard deviations of the top; <= 0: off
+	XTCProbability      float32  // chance per token of excluding the top choices (XTC); 0: off
+	XTCThreshold        float32  // XTC excludes all but the least likely of the tokens above this probability
+	Mirostat            int      // 0: off; 1: Mirostat; 2: Mirostat 2.0 (replaces top-k/top-p/min-p/typical)
+	MirostatTau         float32  // Mirostat's target surprise
+	MirostatEta         float32  // Mirostat's learning rate
+	DRYMultiplier       float32  // DRY repetition penalty strength; 0: off
+	DRYBase             float32  // DRY's exponential base
+	DRYAllowedLength    int      // repeats up to this long are not penalized by DRY
+	DRYPenaltyLastN     int      // how far back DRY looks; <= 0: the whole sequence
+	DRYSequenceBreakers []string // strings that end a DRY match
+	Samplers            []string // order of the truncating samplers (llama.cpp names); nil: the default order
 }
 
 // MaxTopLogprobs is the largest number of alternatives a request may ask for.
@@ -82,6 +98,9 @@ func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
 	}
 	if p.RepeatPenalty < 0 {
 		return nil, fmt.Errorf("sampler: repeat penalty %v is negative", p.RepeatPenalty)
+	}
+	if err := checkExtended(p); err != nil {
+		return nil, err
 	}
 	s := &Sampler{
 		p:     p,
@@ -435,4 +454,25 @@ func logSumExp(x []float32) float32 {
 		sum += math.Exp(float64(v - m))
 	}
 	return m + float32(math.Log(sum))
+}
+
+// checkExtended refuses the samplers beyond temperature, top-k, top-p,
+// min-p and the penalties until they are implemented, so that no request
+// silently gets other output than it asked for.
+func checkExtended(p SamplerParams) error {
+	switch {
+	case p.TypicalP > 0 && p.TypicalP < 1:
+		return fmt.Errorf("sampler: typical_p is not supported")
+	case p.TopNSigma > 0:
+		return fmt.Errorf("sampler: top_n_sigma is not supported")
+	case p.XTCProbability > 0:
+		return fmt.Errorf("sampler: xtc_probability is not supported")
+	case p.Mirostat != 0:
+		return fmt.Errorf("sampler: mirostat is not supported")
+	case p.DRYMultiplier != 0:
+		return fmt.Errorf("sampler: dry_multiplier is not supported")
+	case p.Samplers != nil:
+		return fmt.Errorf("sampler: samplers is not supported")
+	}
+	return nil
 }

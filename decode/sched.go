@@ -176,6 +176,37 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 	return seq.stream, nil
 }
 
+// SubmitChoices queues n generations of one request (the "n" of the OpenAI
+// API): choice i draws from the random stream seeded with Seed+i. Either
+// every choice is queued or none is. The choices end with ctx.
+func (s *Scheduler) SubmitChoices(ctx context.Context, r Request, n int) ([]*Stream, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("decode: %d choices", n)
+	}
+	if n > s.Capacity() {
+		s.metrics.reject("invalid")
+		return nil, fmt.Errorf("%w: %d choices, but at most %d requests can be queued or running", ErrInvalidSampling, n, s.Capacity())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	streams := make([]*Stream, n)
+	for i := range n {
+		req := r
+		req.Sampling.Seed += uint64(i)
+		st, err := s.Submit(ctx, req)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		streams[i] = st
+	}
+	context.AfterFunc(ctx, cancel) // the derived context ends with the caller's
+	return streams, nil
+}
+
+// Capacity is the most requests that can be queued or running at once
+// (slots plus queue); a request needing more can never be served.
+func (s *Scheduler) Capacity() int { return len(s.slots) + s.cfg.MaxQueue }
+
 // check validates a request's prompt against the engine.
 func (s *Scheduler) check(r Request) error {
 	n, ctxSize := len(r.Prompt), s.eng.ContextSize()

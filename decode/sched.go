@@ -39,6 +39,10 @@ var (
 	ErrShuttingDown = errors.New("decode: scheduler is shutting down")
 	// ErrInvalidSampling wraps a rejection of a request's SamplerParams.
 	ErrInvalidSampling = errors.New("invalid sampling parameters")
+	// ErrInternal wraps a failure inside the server while doing one
+	// request's work (a recovered panic): the request ends with it, and
+	// every other request goes on.
+	ErrInternal = errors.New("decode: internal error")
 )
 
 // PromptError says that a prompt cannot be run.

@@ -1,8 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -14,14 +13,6 @@ import (
 type chatRequest struct {
 	genParams
 	Messages []chatMessageIn `json:"messages"`
-}
-
-// chatMessageIn is one input message; content is a string or an array of
-// text parts.
-type chatMessageIn struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    string          `json:"name"`
 }
 
 type chatResponse struct {
@@ -50,11 +41,20 @@ type chatLogprobs struct {
 	Content []chatTokenLogprob `json:"content"`
 }
 
+// chatTokenLogprob is one generated token; top_logprobs is always sent
+// ([] when no alternatives were asked for), as OpenAI does.
 type chatTokenLogprob struct {
-	Token       string             `json:"token"`
-	Logprob     float32            `json:"logprob"`
-	Bytes       []int              `json:"bytes"`
-	TopLogprobs []chatTokenLogprob `json:"top_logprobs,omitempty"`
+	Token       string           `json:"token"`
+	Logprob     float32          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
+}
+
+// chatTopLogprob is one alternative to a generated token.
+type chatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -64,17 +64,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	base, err := body.request(true)
+	lim := limitsOf(m, true)
+	base, err := body.request(lim)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	prompt, err := chatPrompt(m, body.Messages)
+	prompt, err := chatPrompt(r.Context(), m, body.Messages, lim)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	g, cancel, err := s.submit(w, r, m, base, [][]int32{prompt}, body.includeUsage())
+	g, cancel, err := s.submit(w, r, m, base, [][]int32{prompt}, body.choices(), body.includeUsage())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -94,34 +95,38 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeChat waits for the answer and sends one JSON response.
+// writeChat waits for every choice and sends one JSON response.
 func writeChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	choices, err := collect(g.ctx, w, g.streams, g.sampling.Logprobs)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	c := choices[0]
-	ch := chatChoice{Message: &chatMessage{Role: "assistant", Content: strptr(c.text.String())},
-		FinishReason: strptr(c.final.FinishReason)}
-	if g.sampling.Logprobs {
-		ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, c.tokens)
-	}
-	resp.Choices = []chatChoice{ch}
 	var u usageJSON
-	u.add(c.final.Usage)
+	resp.Choices = make([]chatChoice, len(choices))
+	for i, c := range choices {
+		ch := chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: strptr(c.text.String())},
+			FinishReason: strptr(c.final.FinishReason)}
+		if g.sampling.Logprobs {
+			ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, c.tokens)
+		}
+		resp.Choices[i] = ch
+		g.addUsage(&u, i, c.final.Usage)
+	}
 	resp.Usage = &u
 	writeJSON(w, http.StatusOK, resp)
 }
 
 // streamChat sends the answer as server-sent chunks: first the assistant
-// role, then content deltas, then the finish reason. Each batch of events
-// the scheduler queued leaves with one write.
+// role of each choice, then content deltas, then each finish reason. Each
+// batch of events the scheduler queued leaves with one write.
 func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	out := startSSE(w)
 	st := statsOf(w)
-	resp.Choices = []chatChoice{{Delta: &chatMessage{Role: "assistant", Content: strptr("")}}}
-	out.send(resp)
+	for i := range g.streams {
+		resp.Choices = []chatChoice{{Index: i, Delta: &chatMessage{Role: "assistant", Content: strptr("")}}}
+		out.send(resp)
+	}
 	out.flush()
 	chunk := &deltaChunk{head: chunkHead(resp.ID, resp.Object, resp.Created, resp.Model)}
 	var u usageJSON
@@ -130,14 +135,14 @@ func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 		record(st, batch)
 		for _, ie := range batch {
 			ev := ie.ev
-			chunk.content, chunk.finish = ev.Text, nil
+			chunk.content, chunk.index, chunk.finish = ev.Text, ie.index, nil
 			switch {
 			case ev.Done && ev.Err != nil:
 				out.sendError(ev.Err)
 				out.done()
 				return
 			case ev.Done:
-				u.add(ev.Usage)
+				g.addUsage(&u, ie.index, ev.Usage)
 				chunk.finish = strptr(ev.FinishReason)
 				out.send(chunk)
 			case g.sampling.Logprobs:
@@ -145,7 +150,7 @@ func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 				if ev.Text != "" {
 					delta.Content = strptr(ev.Text)
 				}
-				resp.Choices = []chatChoice{{Delta: delta,
+				resp.Choices = []chatChoice{{Index: ie.index, Delta: delta,
 					Logprobs: chatLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})}}
 				out.send(resp)
 			case ev.Text != "":
@@ -164,85 +169,73 @@ func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	out.done()
 }
 
-// chatPrompt renders the messages with the model's template and tokenizes
-// them. BOS is added only when the template did not write it.
-func chatPrompt(m *Model, in []chatMessageIn) ([]int32, error) {
-	if len(in) == 0 {
-		return nil, invalid("messages", "messages must hold at least one message")
-	}
-	msgs := make([]chat.Message, len(in))
-	for i, msg := range in {
-		switch msg.Role {
-		case "system", "user", "assistant":
-		case "developer":
-			msg.Role = "system"
-		default:
-			return nil, invalid("messages", "messages[%d].role must be system, user or assistant, not %q", i, msg.Role)
-		}
-		text, err := messageText(msg.Content)
-		if err != nil {
-			return nil, invalid("messages", "messages[%d].content: %v", i, err)
-		}
-		msgs[i] = chat.Message{Role: msg.Role, Content: text, Name: msg.Name}
+// chatPrompt checks the messages, renders them with the model's template
+// and tokenizes them. Messages too long for the context by their length
+// alone are refused before rendering, and the rendered text before
+// tokenizing. BOS is added only when the template did not write it.
+func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits) ([]int32, error) {
+	msgs, err := chatMessages(in)
+	if err != nil {
+		return nil, err
 	}
 	tok := m.Tokenizer
-	bos := tok.TokenText(tok.BOS())
-	text, err := m.Chat.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: bos, EOSToken: tok.TokenText(tok.EOS())})
-	if err != nil {
-		return nil, invalid("messages", "the chat template failed: %v", err)
+	if err := fitsByLength("messages", contentBytes(msgs), tok, lim); err != nil {
+		return nil, err
 	}
+	text, err := renderChat(ctx, m, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitsByLength("messages", len(text), tok, lim); err != nil {
+		return nil, err
+	}
+	bos := tok.TokenText(tok.BOS())
 	ids, err := tok.Encode(text, bos == "" || !strings.HasPrefix(text, bos), true)
 	if err != nil {
 		return nil, invalid("messages", "cannot tokenize the rendered chat: %v", err)
 	}
-	return ids, nil
+	return ids, promptFits("messages", ids, lim)
 }
 
-// messageText reads a message content: a string, null, or an array of
-// {"type":"text","text":...} parts.
-func messageText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
+// renderChat is the one place that runs the model's chat template: the
+// messages, then the assistant's turn opened.
+func renderChat(ctx context.Context, m *Model, msgs []chat.Message) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+	tok := m.Tokenizer
+	text, err := m.Chat.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: tok.TokenText(tok.BOS()), EOSToken: tok.TokenText(tok.EOS())})
+	if err != nil {
+		return "", invalid("messages", "the chat template failed: %v", err)
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errNotText
-	}
-	var sb strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", errNotText
-		}
-		sb.WriteString(p.Text)
-	}
-	return sb.String(), nil
+	return text, nil
 }
 
 // chatLogprobsOf builds the chat logprobs object of some tokens.
 func chatLogprobsOf(tok Tokenizer, tokens []tokenOut) *chatLogprobs {
 	lp := &chatLogprobs{Content: make([]chatTokenLogprob, len(tokens))}
-	entry := func(id int32, logprob float32) chatTokenLogprob {
+	entry := func(id int32, logprob float32) (string, []int, float32) {
 		b := tok.TokenBytes(id)
-		ints := make([]int, len(b))
-		for i, c := range b {
-			ints[i] = int(c)
-		}
-		return chatTokenLogprob{Token: string(b), Logprob: finite(logprob), Bytes: ints}
+		return string(b), byteValues(b), finite(logprob)
 	}
 	for i, t := range tokens {
-		e := entry(t.id, t.logprob)
-		for _, alt := range t.top {
-			e.TopLogprobs = append(e.TopLogprobs, entry(alt.ID, alt.Logprob))
+		token, bytes, logprob := entry(t.id, t.logprob)
+		e := chatTokenLogprob{Token: token, Logprob: logprob, Bytes: bytes, TopLogprobs: make([]chatTopLogprob, len(t.top))}
+		for j, alt := range t.top {
+			token, bytes, logprob := entry(alt.ID, alt.Logprob)
+			e.TopLogprobs[j] = chatTopLogprob{Token: token, Logprob: logprob, Bytes: bytes}
 		}
 		lp.Content[i] = e
 	}
 	return lp
+}
+
+// byteValues lists the bytes of b as numbers, as OpenAI's "bytes" fields
+// and llama.cpp's pieces that are not valid UTF-8.
+func byteValues(b []byte) []int {
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	return ints
 }

@@ -47,13 +47,16 @@ func (c *textChunk) appendJSON(dst []byte) []byte {
 // whose one chatChoice has a delta holding at most some content.
 type deltaChunk struct {
 	head    []byte  // from chunkHead
+	index   int     // the choice's index
 	content string  // the delta's content; "" leaves it out
 	finish  *string // finish_reason; nil writes null
 }
 
 func (c *deltaChunk) appendJSON(dst []byte) []byte {
 	dst = append(dst, c.head...)
-	dst = append(dst, `{"index":0,"delta":{`...)
+	dst = append(dst, `{"index":`...)
+	dst = strconv.AppendInt(dst, int64(c.index), 10)
+	dst = append(dst, `,"delta":{`...)
 	if c.content != "" {
 		dst = append(dst, `"content":`...)
 		dst = appendJSONString(dst, c.content)

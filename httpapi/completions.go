@@ -11,6 +11,21 @@ type completionRequest struct {
 	genParams
 	Prompt json.RawMessage `json:"prompt"`
 	Echo   bool            `json:"echo"`
+	Suffix *string         `json:"suffix"`
+	BestOf *int            `json:"best_of"`
+}
+
+// unsupported refuses the completion fields this server cannot honour yet.
+func (c *completionRequest) unsupported() error {
+	switch {
+	case c.Echo:
+		return notYet("echo", "the prompt is not echoed")
+	case c.Suffix != nil && *c.Suffix != "":
+		return notYet("suffix", "insertion after a suffix is not served")
+	case c.BestOf != nil && *c.BestOf > 1:
+		return notYet("best_of", "use n for several choices")
+	}
+	return nil
 }
 
 type completionResponse struct {
@@ -44,21 +59,22 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if body.Echo {
-		writeError(w, invalid("echo", "echo is not supported"))
+	if err := body.unsupported(); err != nil {
+		writeError(w, err)
 		return
 	}
-	base, err := body.request(false)
+	lim := limitsOf(m, false)
+	base, err := body.request(lim)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	prompts, err := parsePrompts(body.Prompt, m.Tokenizer)
+	prompts, err := parsePrompts(body.Prompt, m.Tokenizer, lim, body.choices())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	g, cancel, err := s.submit(w, r, m, base, prompts, body.includeUsage())
+	g, cancel, err := s.submit(w, r, m, base, prompts, body.choices(), body.includeUsage())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -88,10 +104,10 @@ func writeCompletion(w http.ResponseWriter, g generation, resp completionRespons
 	for i, c := range choices {
 		ch := completionChoice{Text: c.text.String(), Index: i, FinishReason: strptr(c.final.FinishReason)}
 		if g.sampling.Logprobs {
-			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, c.tokens, g.sampling.TopLogprobs > 0)
+			ch.Logprobs = completionLogprobsOf(g.model.Tokenizer, c.tokens, 0, g.sampling.TopLogprobs > 0)
 		}
 		resp.Choices = append(resp.Choices, ch)
-		u.add(c.final.Usage)
+		g.addUsage(&u, i, c.final.Usage)
 	}
 	resp.Usage = &u
 	writeJSON(w, http.StatusOK, resp)
@@ -104,6 +120,7 @@ func streamCompletion(w http.ResponseWriter, g generation, resp completionRespon
 	st := statsOf(w)
 	chunk := &textChunk{head: chunkHead(resp.ID, resp.Object, resp.Created, resp.Model)}
 	var u usageJSON
+	offsets := make([]int, len(g.streams)) // [choices] text offset of each choice's next token
 	f := newFeed(g.ctx, g.streams)
 	for batch := f.next(); batch != nil; batch = f.next() {
 		record(st, batch)
@@ -115,12 +132,13 @@ func streamCompletion(w http.ResponseWriter, g generation, resp completionRespon
 				out.done()
 				return
 			case ev.Done:
-				u.add(ev.Usage)
+				g.addUsage(&u, ie.index, ev.Usage)
 				chunk.text, chunk.index, chunk.finish = ev.Text, ie.index, strptr(ev.FinishReason)
 				out.send(chunk)
 			case g.sampling.Logprobs:
-				resp.Choices = []completionChoice{{Text: ev.Text, Index: ie.index,
-					Logprobs: completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, g.sampling.TopLogprobs > 0)}}
+				lp := completionLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}}, offsets[ie.index], g.sampling.TopLogprobs > 0)
+				offsets[ie.index] += len(lp.Tokens[0])
+				resp.Choices = []completionChoice{{Text: ev.Text, Index: ie.index, Logprobs: lp}}
 				out.send(resp)
 			case ev.Text != "":
 				chunk.text, chunk.index, chunk.finish = ev.Text, ie.index, nil
@@ -139,8 +157,11 @@ func streamCompletion(w http.ResponseWriter, g generation, resp completionRespon
 	out.done()
 }
 
-// completionLogprobsOf builds the legacy logprobs object of some tokens.
-func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, withTop bool) *completionLogprobs {
+// completionLogprobsOf builds the legacy logprobs object of some tokens
+// whose text starts at offset in the choice's text. Each token is shown as
+// what it adds to the text (nothing for a control token such as EOS), so
+// the tokens joined are the text and text_offset counts its bytes.
+func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, offset int, withTop bool) *completionLogprobs {
 	lp := &completionLogprobs{
 		Tokens:        make([]string, len(tokens)),
 		TokenLogprobs: make([]float32, len(tokens)),
@@ -149,9 +170,8 @@ func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, withTop bool) *compl
 	if withTop {
 		lp.TopLogprobs = make([]map[string]float32, len(tokens))
 	}
-	offset := 0
 	for i, t := range tokens {
-		text := string(tok.TokenBytes(t.id))
+		text := string(outputBytes(tok, t.id))
 		lp.Tokens[i] = text
 		lp.TokenLogprobs[i] = finite(t.logprob)
 		lp.TextOffset[i] = offset
@@ -165,4 +185,16 @@ func completionLogprobsOf(tok Tokenizer, tokens []tokenOut, withTop bool) *compl
 		}
 	}
 	return lp
+}
+
+// controlTokens is a tokenizer that tells control tokens (BOS, EOS,
+// <|eot_id|>...) from text: they add nothing to decoded output.
+type controlTokens interface{ IsControl(id int32) bool }
+
+// outputBytes is what a generated token adds to the output text.
+func outputBytes(tok Tokenizer, id int32) []byte {
+	if c, ok := tok.(controlTokens); ok && c.IsControl(id) {
+		return nil
+	}
+	return tok.TokenBytes(id)
 }

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // health answers 503 {"status":"loading"} until the model is loaded, then 200 {"status":"ok"}.
@@ -23,12 +25,29 @@ type modelJSON struct {
 
 // models lists the served model.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Object string      `json:"object"`
+		Data   []modelJSON `json:"data"`
+	}{"list", []modelJSON{s.servedModel()}})
+}
+
+// modelInfo answers GET /v1/models/{id}: the served model, or 404
+// model_not_found for any other id. Ids may hold slashes ("org/name").
+func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "*")
+	if id != s.cfg.ModelName {
+		writeError(w, unknownModel{name: id, served: s.cfg.ModelName})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.servedModel())
+}
+
+// servedModel describes the served model; before it has loaded, its
+// creation time is now.
+func (s *Server) servedModel() modelJSON {
 	created := time.Now()
 	if m := s.model.Load(); m != nil {
 		created = m.Created
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string      `json:"object"`
-		Data   []modelJSON `json:"data"`
-	}{"list", []modelJSON{{ID: s.cfg.ModelName, Object: "model", Created: created.Unix(), OwnedBy: "llmserve"}}})
+	return modelJSON{ID: s.cfg.ModelName, Object: "model", Created: created.Unix(), OwnedBy: "llmserve"}
 }

@@ -17,7 +17,7 @@ type tokenOut struct {
 	top     []decode.TokenLogprob
 }
 
-// choice is the whole output of one prompt.
+// choice is the whole output of one choice of one prompt.
 type choice struct {
 	text   strings.Builder
 	tokens []tokenOut // only kept when logprobs were asked for
@@ -28,15 +28,16 @@ type choice struct {
 type generation struct {
 	ctx          context.Context // ends the request's scheduler work
 	model        *Model
-	streams      []*decode.Stream // one per prompt, in prompt order
+	streams      []*decode.Stream // [prompts * n] choice prompt*n+c of each prompt, in that order
+	n            int              // choices per prompt
 	sampling     decode.SamplerParams
 	includeUsage bool // stream_options.include_usage
 }
 
-// submit queues one scheduler request per prompt and returns their
-// generation. Its context ends the request (client gone, timeout, or the
-// returned cancel).
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32, includeUsage bool) (generation, context.CancelFunc, error) {
+// submit queues n choices of every prompt and returns their generation;
+// the streams are in OpenAI's choice order, index = prompt*n + choice. Its
+// context ends the request (client gone, timeout, or the returned cancel).
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32, n int, includeUsage bool) (generation, context.CancelFunc, error) {
 	var (
 		ctx    context.Context
 		cancel context.CancelFunc
@@ -46,29 +47,34 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base d
 	} else {
 		ctx, cancel = context.WithCancel(r.Context())
 	}
-	streams := make([]*decode.Stream, len(prompts))
+	streams := make([]*decode.Stream, 0, len(prompts)*n)
 	st := statsOf(w)
-	if base.Sampling.PenaltyLastN < 0 {
-		// repeat_last_n -1 looks back over the whole context, as in llama.cpp.
-		base.Sampling.PenaltyLastN = m.Scheduler.ContextSize()
-	}
 	for i, p := range prompts {
 		req := base
 		req.Prompt = p
-		if len(prompts) > 1 {
-			// Each prompt of a batch draws from its own random stream.
-			req.Sampling.Seed += uint64(i)
-		}
-		var err error
-		if streams[i], err = m.Scheduler.Submit(ctx, req); err != nil {
+		// Every choice of every prompt draws from its own random stream:
+		// SubmitChoices seeds choice j with Seed+j.
+		req.Sampling.Seed += uint64(i * n)
+		got, err := m.Scheduler.SubmitChoices(ctx, req, n)
+		if err != nil {
 			cancel()
 			return generation{}, nil, err
 		}
+		streams = append(streams, got...)
 		if st != nil {
 			st.promptTokens += len(p)
 		}
 	}
-	return generation{ctx: ctx, model: m, streams: streams, sampling: base.Sampling, includeUsage: includeUsage}, cancel, nil
+	return generation{ctx: ctx, model: m, streams: streams, n: n, sampling: base.Sampling, includeUsage: includeUsage}, cancel, nil
+}
+
+// addUsage adds the usage of the choice with the given index to u: each
+// prompt's tokens count once, however many choices it has.
+func (g *generation) addUsage(u *usageJSON, index int, x decode.Usage) {
+	if g.n > 1 && index%g.n != 0 {
+		x.PromptTokens = 0
+	}
+	u.add(x)
 }
 
 // record notes a batch of events in the request's stats (st may be nil).

@@ -75,6 +75,7 @@ func New(cfg Config) *Server {
 		r.Use(s.auth, s.limitBody)
 		r.Get("/metrics", s.serveMetrics)
 		r.Get("/v1/models", s.models)
+		r.Get("/v1/models/*", s.modelInfo)
 		r.Post("/v1/completions", s.completions)
 		r.Post("/v1/chat/completions", s.chatCompletions)
 		r.Post("/tokenize", s.tokenize)

@@ -2,10 +2,14 @@ package httpapi
 
 import (
 	"net/http"
+	"unicode/utf8"
 )
 
 // tokenize answers POST /tokenize {"content": TEXT, "add_special": BOOL,
-// "with_pieces": BOOL} with {"tokens": [...]}, as llama.cpp's server does.
+// "parse_special": BOOL, "with_pieces": BOOL} with {"tokens": [...]}, as
+// llama.cpp's server does: parse_special (default true) reads control
+// tokens' text as those tokens; with_pieces gives each token's piece, as a
+// string when it is valid UTF-8 and as its byte values otherwise.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	m, err := s.loaded()
 	if err != nil {
@@ -13,9 +17,10 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		Content    *string `json:"content"`
-		AddSpecial bool    `json:"add_special"`
-		WithPieces bool    `json:"with_pieces"`
+		Content      *string `json:"content"`
+		AddSpecial   bool    `json:"add_special"`
+		ParseSpecial *bool   `json:"parse_special"`
+		WithPieces   bool    `json:"with_pieces"`
 	}
 	if err := decodeBody(r, &body); err != nil {
 		writeError(w, err)
@@ -25,7 +30,8 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("content", "content is required"))
 		return
 	}
-	ids, err := m.Tokenizer.Encode(*body.Content, body.AddSpecial, true)
+	parseSpecial := body.ParseSpecial == nil || *body.ParseSpecial
+	ids, err := m.Tokenizer.Encode(*body.Content, body.AddSpecial, parseSpecial)
 	if err != nil {
 		writeError(w, invalid("content", "cannot tokenize: %v", err))
 		return
@@ -35,12 +41,16 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type piece struct {
-		ID    int32  `json:"id"`
-		Piece string `json:"piece"`
+		ID    int32 `json:"id"`
+		Piece any   `json:"piece"` // string, or []int of byte values
 	}
 	pieces := make([]piece, len(ids))
 	for i, id := range ids {
-		pieces[i] = piece{ID: id, Piece: string(m.Tokenizer.TokenBytes(id))}
+		b := m.Tokenizer.TokenBytes(id)
+		pieces[i] = piece{ID: id, Piece: string(b)}
+		if !utf8.Valid(b) {
+			pieces[i].Piece = byteValues(b)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string][]piece{"tokens": pieces})
 }

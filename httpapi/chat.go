@@ -190,11 +190,7 @@ func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits) (
 		return nil, err
 	}
 	bos := tok.TokenText(tok.BOS())
-	ids, err := tok.Encode(text, bos == "" || !strings.HasPrefix(text, bos), true)
-	if err != nil {
-		return nil, invalid("messages", "cannot tokenize the rendered chat: %v", err)
-	}
-	return ids, promptFits("messages", ids, lim)
+	return encodeFitting("messages", text, bos == "" || !strings.HasPrefix(text, bos), tok, lim)
 }
 
 // renderChat is the one place that runs the model's chat template: the

@@ -326,3 +326,52 @@ func TestJSONTextValid(t *testing.T) {
 	}
 }
 
+// boundedTokenizer is the fake tokenizer with EncodeAtMost; it records the
+// limit it was given.
+type boundedTokenizer struct {
+	fakeTokenizer
+	limit *int
+}
+
+func (b boundedTokenizer) EncodeAtMost(text string, addSpecial, parseSpecial bool, limit int) ([]int32, bool, error) {
+	*b.limit = limit
+	ids, err := b.Encode(text, addSpecial, parseSpecial)
+	if len(ids) > limit {
+		return ids[:limit+1], true, err
+	}
+	return ids, false, err
+}
+
+// TestBoundedTokenizing checks that prompts are tokenized with the
+// context as the limit when the tokenizer can stop early, and that going
+// past it is a context_length_exceeded error.
+func TestBoundedTokenizing(t *testing.T) {
+	e := newEnv(t, envOptions{ctx: 32})
+	m, _ := e.api.loaded()
+	tok := boundedTokenizer{limit: new(int)}
+	e.api.SetModel(&Model{Name: m.Name, Scheduler: m.Scheduler, Tokenizer: tok, Chat: m.Chat, Created: m.Created})
+	tests := []struct {
+		name, path, body string
+		status           int
+		param            string
+	}{
+		{"prompt fits", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 20) + `","max_tokens":2}`, 200, ""},
+		{"prompt too long", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 40) + `"}`, 400, "prompt"},
+		{"second prompt too long", "/v1/completions", `{"prompt":["a","` + strings.Repeat("a", 31) + `"]}`, 400, "prompt[1]"},
+		{"chat too long", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("a", 30) + `"}]}`, 400, "messages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			*tok.limit = 0
+			code, body := e.do(t, "POST", tt.path, tt.body)
+			if code != tt.status || *tok.limit != 31 {
+				t.Fatalf("status %d limit %d, want %d and 31: %s", code, *tok.limit, tt.status, body)
+			}
+			if code != 200 {
+				if got := errorOf(t, body); got.Param != tt.param || got.Code != "context_length_exceeded" || !strings.Contains(got.Message, "more than 31") {
+					t.Errorf("%+v, want param %s", got, tt.param)
+				}
+			}
+		})
+	}
+}

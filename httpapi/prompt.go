@@ -90,11 +90,7 @@ func encodePrompt(param string, raw json.RawMessage, tok Tokenizer, lim limits) 
 	if err := fitsByLength(param, len(text), tok, lim); err != nil {
 		return nil, err
 	}
-	ids, err := tok.Encode(text, true, true)
-	if err != nil {
-		return nil, invalid(param, "cannot tokenize %s: %v", param, err)
-	}
-	return ids, promptFits(param, ids, lim)
+	return encodeFitting(param, text, true, tok, lim)
 }
 
 // tokenIDs reads an array of token ids: each an integer inside the

@@ -37,3 +37,30 @@ func fitsByLength(param string, n int, tok Tokenizer, lim limits) error {
 	}
 	return nil
 }
+
+// atMostEncoder is a tokenizer that can give up once a text passes a
+// number of tokens (model/tokenizer's EncodeAtMost).
+type atMostEncoder interface {
+	EncodeAtMost(text string, addSpecial, parseSpecial bool, limit int) ([]int32, bool, error)
+}
+
+// encodeFitting tokenizes a prompt text (control tokens parsed) that must
+// fit the context: with a tokenizer that can, it stops as soon as the
+// tokens are too many, so the work is bounded by the context, not the text.
+func encodeFitting(param, text string, addSpecial bool, tok Tokenizer, lim limits) ([]int32, error) {
+	if e, ok := tok.(atMostEncoder); ok {
+		ids, over, err := e.EncodeAtMost(text, addSpecial, true, lim.ctx-1)
+		if err != nil {
+			return nil, invalid(param, "cannot tokenize %s: %v", param, err)
+		}
+		if over {
+			return nil, tooLong(param, "%s has more than %d tokens but the context holds %d, including at least one generated token", param, lim.ctx-1, lim.ctx)
+		}
+		return ids, promptFits(param, ids, lim)
+	}
+	ids, err := tok.Encode(text, addSpecial, true)
+	if err != nil {
+		return nil, invalid(param, "cannot tokenize %s: %v", param, err)
+	}
+	return ids, promptFits(param, ids, lim)
+}

@@ -38,10 +38,10 @@ func parseLogitBias(raw json.RawMessage, vocab int) (map[int32]float32, error) {
 		}
 		for i, pair := range pairs {
 			if len(pair) != 2 {
-				return nil, invalid(indexed1("logit_bias", i), "logit_bias[%d] must be a [token id, bias] pair", i)
+				return nil, invalid(elemName("logit_bias", i), "logit_bias[%d] must be a [token id, bias] pair", i)
 			}
 			if t := bytes.TrimSpace(pair[0]); len(t) > 0 && t[0] == '"' {
-				return nil, invalid(indexed1("logit_bias", i), "logit_bias[%d]: a token given as text is not supported yet; give its id", i)
+				return nil, invalid(elemName("logit_bias", i), "logit_bias[%d]: a token given as text is not supported yet; give its id", i)
 			}
 			keys, vals = append(keys, string(bytes.TrimSpace(pair[0]))), append(vals, pair[1])
 		}

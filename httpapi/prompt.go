@@ -52,7 +52,7 @@ func parsePrompts(raw json.RawMessage, tok Tokenizer, lim limits, n int) ([][]in
 	}
 	out := make([][]int32, len(elems))
 	for i, e := range elems {
-		param := indexed1("prompt", i)
+		param := elemName("prompt", i)
 		e = bytes.TrimSpace(e)
 		var err error
 		switch {
@@ -103,10 +103,10 @@ func tokenIDs(param string, elems []json.RawMessage, lim limits) ([]int32, error
 	for j, e := range elems {
 		id, err := strconv.ParseInt(string(bytes.TrimSpace(e)), 10, 32)
 		if err != nil {
-			return nil, invalid(indexed1(param, j), "%s must be a token id, not %s", indexed1(param, j), e)
+			return nil, invalid(elemName(param, j), "%s must be a token id, not %s", elemName(param, j), e)
 		}
 		if id < 0 || id >= int64(lim.vocab) {
-			return nil, invalid(indexed1(param, j), "%s: token %d is outside the vocabulary of %d", indexed1(param, j), id, lim.vocab)
+			return nil, invalid(elemName(param, j), "%s: token %d is outside the vocabulary of %d", elemName(param, j), id, lim.vocab)
 		}
 		ids[j] = int32(id)
 	}

@@ -53,7 +53,7 @@ func parseSamplers(raw json.RawMessage) ([]string, error) {
 	for i, n := range names {
 		canon, ok := samplerNames[strings.ToLower(n)]
 		if !ok {
-			return nil, invalid(indexed1("samplers", i), "samplers[%d]: %q is not a sampler name", i, n)
+			return nil, invalid(elemName("samplers", i), "samplers[%d]: %q is not a sampler name", i, n)
 		}
 		names[i] = canon
 	}

@@ -250,10 +250,10 @@ func stringList(raw json.RawMessage, name string, maxN, maxBytes int) ([]string,
 	total := 0
 	for i, e := range elems {
 		if !jsonTextValid(e) {
-			return nil, invalid(indexed1(name, i), "%s is not valid UTF-8", indexed1(name, i))
+			return nil, invalid(elemName(name, i), "%s is not valid UTF-8", elemName(name, i))
 		}
 		if err := json.Unmarshal(e, &out[i]); err != nil {
-			return nil, invalid(indexed1(name, i), "%s must be a string", indexed1(name, i))
+			return nil, invalid(elemName(name, i), "%s must be a string", elemName(name, i))
 		}
 		if total += len(out[i]); total > maxBytes {
 			return nil, invalid(name, "%s holds more than %d bytes in all", name, maxBytes)
@@ -262,8 +262,8 @@ func stringList(raw json.RawMessage, name string, maxN, maxBytes int) ([]string,
 	return out, nil
 }
 
-// indexed1 names element i of an array parameter: "stop[2]".
-func indexed1(name string, i int) string { return name + "[" + strconv.Itoa(i) + "]" }
+// elemName names element i of an array parameter: "stop[2]".
+func elemName(name string, i int) string { return name + "[" + strconv.Itoa(i) + "]" }
 
 // present reports whether a raw field was sent with a value other than null.
 func present(raw json.RawMessage) bool {

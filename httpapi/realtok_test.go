@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,5 +49,25 @@ func TestLongPromptRealTokenizer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTokenizeLongRealTokenizer checks that /tokenize of a text long
+// enough to be merged in segments gives exactly Encode's tokens.
+func TestTokenizeLongRealTokenizer(t *testing.T) {
+	tok, err := tokenizer.Load(shared.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{})
+	m, _ := e.api.loaded()
+	e.api.SetModel(&Model{Name: m.Name, Scheduler: m.Scheduler, Tokenizer: tok, Chat: m.Chat, Created: m.Created})
+	text := strings.Repeat("Once upon a time,  there was\ta little  girl named Lily.\n ", 400)
+	want, _ := tok.Encode(text, true, false)
+	body, _ := json.Marshal(map[string]any{"content": text, "add_special": true, "parse_special": false})
+	var got struct{ Tokens []int32 }
+	e.post(t, "/tokenize", string(body), &got)
+	if !slices.Equal(got.Tokens, want) {
+		t.Errorf("%d tokens, Encode gives %d", len(got.Tokens), len(want))
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"unicode/utf8"
 )
@@ -31,7 +32,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parseSpecial := body.ParseSpecial == nil || *body.ParseSpecial
-	ids, err := m.Tokenizer.Encode(*body.Content, body.AddSpecial, parseSpecial)
+	ids, err := encodeAll(m.Tokenizer, *body.Content, body.AddSpecial, parseSpecial)
 	if err != nil {
 		writeError(w, invalid("content", "cannot tokenize: %v", err))
 		return
@@ -77,4 +78,15 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"content": m.Tokenizer.Decode(body.Tokens)})
+}
+
+// encodeAll tokenizes a whole text. A tokenizer that can stop early is
+// asked with no limit: the same tokens, and it merges long SPM text in
+// segments, in time linear in the text.
+func encodeAll(tok Tokenizer, text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	if e, ok := tok.(atMostEncoder); ok {
+		ids, _, err := e.EncodeAtMost(text, addSpecial, parseSpecial, math.MaxInt)
+		return ids, err
+	}
+	return tok.Encode(text, addSpecial, parseSpecial)
 }

@@ -15,8 +15,8 @@ type completionRequest struct {
 	BestOf *int            `json:"best_of"`
 }
 
-// unsupported refuses the completion fields this server cannot honour yet.
-func (c *completionRequest) unsupported() error {
+// unsupportedCompletion refuses the completion fields this server cannot honour yet.
+func (c *completionRequest) unsupportedCompletion() error {
 	switch {
 	case c.Echo:
 		return notYet("echo", "the prompt is not echoed")
@@ -59,7 +59,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := body.unsupported(); err != nil {
+	if err := body.unsupportedCompletion(); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -77,11 +77,17 @@ func (g *genParams) maxTokens(ctx int) (int, error) {
 	default:
 		return 0, nil
 	}
-	if *v < 1 || *v > ctx {
-		return 0, invalid(name, "%s must be between 1 and %d, the context size (got %d)", name, ctx, *v)
+	if *v < 1 || *v > maxGenerated {
+		return 0, invalid(name, "%s must be between 1 and %d (got %d)", name, maxGenerated, *v)
 	}
-	return *v, nil
+	// More than the context allows is not an error, as in llama-server:
+	// generation ends when the context is full (finish_reason "length").
+	return min(*v, ctx), nil
 }
+
+// maxGenerated bounds max_tokens and its aliases; clients send large
+// defaults (a model's whole context) that the context then cuts short.
+const maxGenerated = 1 << 30
 
 // sampling builds the sampler parameters: llama.cpp's defaults, then every
 // field the request sent, each checked.

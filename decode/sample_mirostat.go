@@ -29,8 +29,14 @@ func (s *Sampler) mirostat(c []candidate, u float32) int32 {
 		c = c[:max(n, 1)]
 	}
 	softmax(c, 1)
+	// Rounding may leave u past the total: the last token with any weight.
+	pick := 0
+	for i := range c {
+		if c[i].p > 0 {
+			pick = i
+		}
+	}
 	var cum float32
-	pick := len(c) - 1
 	for i := range c {
 		cum += c[i].p
 		if u < cum {

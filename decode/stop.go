@@ -27,8 +27,8 @@ type StopMatcher struct {
 // length.
 func NewStopMatcher(stops []string) *StopMatcher {
 	m := &StopMatcher{next: map[uint64]int32{}, fail: []int32{0}, depth: []int32{0}, match: []int32{0}}
-	var parent []int32 = []int32{0}
-	var label []byte = []byte{0}
+	parent := []int32{0}
+	label := []byte{0}
 	for _, s := range stops {
 		node := int32(0)
 		for i := 0; i < len(s); i++ {

@@ -23,7 +23,7 @@ type TokenText interface {
 const (
 	maxDRYBreakers    = 64
 	dryMaxBreakerLen  = 40
-	dryMaxBreakerTail = 30
+	dryMaxBreakerTail = 20
 	dryMaxLogFloat    = 88.7228391 // log of the largest float32
 )
 

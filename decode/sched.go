@@ -157,7 +157,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 	}
 	seq, err := s.newSequence(ctx, r)
 	if err != nil {
-		s.metrics.reject("invalid")
+		s.metrics.reject(rejectReason(err))
 		return nil, err
 	}
 	if err := s.enqueue(seq); err != nil {
@@ -203,6 +203,14 @@ func (s *Scheduler) newSequence(ctx context.Context, r Request) (seq *sequence, 
 		stop:      NewStopMatcher(r.Stop),
 		submitted: time.Now(),
 	}, nil
+}
+
+// rejectReason labels a failure to build a request for the metrics.
+func rejectReason(err error) string {
+	if errors.Is(err, ErrInternal) {
+		return "internal"
+	}
+	return "invalid"
 }
 
 // enqueue queues seq unless the scheduler is closing or full.

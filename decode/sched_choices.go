@@ -52,7 +52,7 @@ func (s *Scheduler) SubmitChoices(ctx context.Context, r Request, n int) ([]*Str
 		seq, err := s.newSequence(ctx, req)
 		if err != nil {
 			cancel()
-			s.metrics.reject("invalid")
+			s.metrics.reject(rejectReason(err))
 			return nil, err
 		}
 		if share {

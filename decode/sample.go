@@ -29,15 +29,15 @@ type SamplerParams struct {
 	TopNSigma           float32  // keep logits within TopNSigma standard deviations of the top; <= 0: off
 	XTCProbability      float32  // chance per token of excluding the top choices (XTC); 0: off
 	XTCThreshold        float32  // XTC excludes all but the least likely of the tokens above this probability
-	Mirostat            int      // 0: off; 1: Mirostat; 2: Mirostat 2.0 (replaces top-k/top-p/min-p/typical)
+	Mirostat            int      // 0: off; 1: Mirostat; 2: Mirostat 2.0 (after logit bias and temperature it replaces the whole chain, penalties and DRY included, as in llama.cpp)
 	MirostatTau         float32  // Mirostat's target surprise
 	MirostatEta         float32  // Mirostat's learning rate
 	DRYMultiplier       float32  // DRY repetition penalty strength; 0: off
 	DRYBase             float32  // DRY's exponential base
 	DRYAllowedLength    int      // repeats up to this long are not penalized by DRY
 	DRYPenaltyLastN     int      // how far back DRY looks; <= 0: the whole sequence
-	DRYSequenceBreakers []string // strings that end a DRY match
-	Samplers            []string // order of the truncating samplers (llama.cpp names); nil: the default order
+	DRYSequenceBreakers []string // strings that end a DRY match; nil: llama.cpp's "\n", ":", "\"", "*"
+	Samplers            []string // order of the chain (llama.cpp names, see parseOrder); nil: llama.cpp's default; Temperature <= 0 stays greedy
 }
 
 // MaxTopLogprobs is the largest number of alternatives a request may ask for.
@@ -272,6 +272,7 @@ func (s *Sampler) sampleChain(logits []float32, u float32) (int32, error) {
 		switch st {
 		case stepPenalties:
 			s.applyPenalties(c)
+			sorted = false
 			if !alive(c) {
 				return 0, errNoToken
 			}

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -59,4 +60,28 @@ func TestStopMatcherMatchesReference(t *testing.T) {
 				trial, stops, text, got.String(), stopped, want, wantStop)
 		}
 	}
+}
+
+// BenchmarkStopMatcherMany pushes one-byte pieces through a matcher of
+// 300k stop strings, and builds one.
+func BenchmarkStopMatcherMany(b *testing.B) {
+	stops := make([]string, 300_000)
+	for i := range stops {
+		stops[i] = fmt.Sprintf("stop-%06d", i)
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			NewStopMatcher(stops)
+		}
+	})
+	b.Run("push", func(b *testing.B) {
+		m := NewStopMatcher(stops)
+		text := "a story of stop-12 and stops that never quite stop-"
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			m.Push(text[i : i+1])
+			i = (i + 1) % len(text)
+		}
+	})
 }

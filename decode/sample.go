@@ -29,15 +29,15 @@ type SamplerParams struct {
 	TopNSigma           float32  // keep logits within TopNSigma standard deviations of the top; <= 0: off
 	XTCProbability      float32  // chance per token of excluding the top choices (XTC); 0: off
 	XTCThreshold        float32  // XTC excludes all but the least likely of the tokens above this probability
-	Mirostat            int      // 0: off; 1: Mirostat; 2: Mirostat 2.0 (replaces top-k/top-p/min-p/typical)
+	Mirostat            int      // 0: off; 1: Mirostat; 2: Mirostat 2.0 (after logit bias and temperature it replaces the whole chain, penalties and DRY included, as in llama.cpp)
 	MirostatTau         float32  // Mirostat's target surprise
 	MirostatEta         float32  // Mirostat's learning rate
 	DRYMultiplier       float32  // DRY repetition penalty strength; 0: off
 	DRYBase             float32  // DRY's exponential base
 	DRYAllowedLength    int      // repeats up to this long are not penalized by DRY
 	DRYPenaltyLastN     int      // how far back DRY looks; <= 0: the whole sequence
-	DRYSequenceBreakers []string // strings that end a DRY match
-	Samplers            []string // order of the truncating samplers (llama.cpp names); nil: the default order
+	DRYSequenceBreakers []string // strings that end a DRY match; nil: llama.cpp's "\n", ":", "\"", "*"
+	Samplers            []string // order of the chain (llama.cpp names, see parseOrder); nil: llama.cpp's default; Temperature <= 0 stays greedy
 }
 
 // MaxTopLogprobs is the largest number of alternatives a request may ask for.
@@ -62,17 +62,33 @@ type candidate struct {
 	id    int32
 	logit float32
 	p     float32
+	aux   float32 // per-step scratch (typical sampling's distance from the entropy)
 }
 
+// Bounds of the history a sampler keeps, whatever the request asks: the
+// API bounds them by the context, this is defence in depth.
+const (
+	maxPenaltyLastN = 1 << 20 // tokens PenaltyLastN and DRYPenaltyLastN may name
+	maxSamplerSteps = 64      // entries of SamplerParams.Samplers
+)
+
 // Sampler turns a row of logits into the next token for one sequence. It
-// keeps the sequence's recent tokens (for the penalties) and its own random
-// stream, so a seeded sequence samples the same tokens whatever else runs
-// beside it. All buffers are sized once in NewSampler; Sample and Accept do
-// not allocate.
+// keeps the sequence's recent tokens (for the penalties and DRY), its own
+// random stream and Mirostat's state, so a seeded sequence samples the
+// same tokens whatever else runs beside it. Buffers are sized in
+// NewSampler (DRY's history grows up to its window); Sample and Accept do
+// not allocate otherwise.
+//
+// Every input gives a pick or an error: NaN logits count as -Inf, +Inf
+// logits as the largest float, and a step that would leave no candidate
+// keeps the best one. When no token has a finite logit (all banned, or the
+// model's row is all NaN) Sample returns an error.
 type Sampler struct {
 	p     SamplerParams
 	vocab int
 	rng   *rand.Rand
+	order []samplerStep // the truncating chain, in order
+	host  bool          // some active sampler runs only on the host
 
 	cands  []candidate    // [vocab] working copy of the logits
 	bias   []TokenLogprob // logit bias entries (ID, added value), sorted by ID
@@ -81,37 +97,46 @@ type Sampler struct {
 	wlen   int            // tokens held in window
 	counts []int32        // [vocab] occurrences of each token in window; nil when penalties are off
 	top    []TokenLogprob // [TopLogprobs] best alternatives of the last step
+	mu     float32        // Mirostat's current maximum surprise (2*tau at the start)
+	dry    *dryState      // DRY's history and buffers; nil when DRY is off
 }
 
-// NewSampler validates p and sizes the buffers for a vocabulary of the given size.
+// NewSampler validates p and sizes the buffers for a vocabulary of the
+// given size. DRY with sequence breakers needs the tokens' text: use
+// NewSamplerText.
 func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
+	return NewSamplerText(p, vocab, nil)
+}
+
+// NewSamplerText is NewSampler with the vocabulary's token text, which DRY
+// needs to find the tokens that start its sequence breakers; text may be
+// nil when DRY is off or has no breakers.
+func NewSamplerText(p SamplerParams, vocab int, text TokenText) (*Sampler, error) {
 	if vocab <= 0 {
 		return nil, fmt.Errorf("sampler: vocabulary size %d", vocab)
 	}
-	if p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs {
-		return nil, fmt.Errorf("sampler: top_logprobs %d outside 0..%d", p.TopLogprobs, MaxTopLogprobs)
+	if err := checkParams(p); err != nil {
+		return nil, err
 	}
-	for _, f := range []float32{p.Temperature, p.TopP, p.MinP, p.RepeatPenalty, p.PresencePenalty, p.FrequencyPenalty} {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return nil, fmt.Errorf("sampler: parameter %v is not a finite number", f)
-		}
-	}
-	if p.RepeatPenalty < 0 {
-		return nil, fmt.Errorf("sampler: repeat penalty %v is negative", p.RepeatPenalty)
-	}
-	if err := checkExtended(p); err != nil {
+	order, err := parseOrder(p.Samplers)
+	if err != nil {
 		return nil, err
 	}
 	s := &Sampler{
 		p:     p,
 		vocab: vocab,
 		rng:   rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		order: order,
 		cands: make([]candidate, vocab),
 		top:   make([]TokenLogprob, 0, p.TopLogprobs),
+		mu:    2 * p.MirostatTau,
 	}
 	for id, b := range p.LogitBias {
 		if id < 0 || int(id) >= vocab {
 			return nil, fmt.Errorf("sampler: logit bias for token %d outside vocabulary of %d", id, vocab)
+		}
+		if math.IsNaN(float64(b)) {
+			return nil, fmt.Errorf("sampler: logit bias for token %d is not a number", id)
 		}
 		s.bias = append(s.bias, TokenLogprob{ID: id, Logprob: b})
 	}
@@ -120,6 +145,13 @@ func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
 		s.window = make([]int32, p.PenaltyLastN)
 		s.counts = make([]int32, vocab)
 	}
+	if dryActive(p) {
+		if s.dry, err = newDRY(p, vocab, text); err != nil {
+			return nil, err
+		}
+	}
+	s.host = p.Samplers != nil || p.Mirostat != 0 || s.dry != nil ||
+		(p.TypicalP > 0 && p.TypicalP < 1) || p.TopNSigma > 0 || xtcActive(p)
 	return s, nil
 }
 
@@ -131,9 +163,16 @@ func (s *Sampler) penalized() bool {
 	return (s.p.RepeatPenalty != 0 && s.p.RepeatPenalty != 1) || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0
 }
 
-// Accept records a token of the sequence (prompt or generated) for the penalties.
+// Accept records a token of the sequence (prompt or generated) for the
+// penalties and DRY.
 func (s *Sampler) Accept(tok int32) {
-	if s.counts == nil || tok < 0 || int(tok) >= s.vocab {
+	if tok < 0 || int(tok) >= s.vocab {
+		return
+	}
+	if s.dry != nil {
+		s.dry.accept(tok)
+	}
+	if s.counts == nil {
 		return
 	}
 	if s.wlen == len(s.window) {
@@ -163,9 +202,11 @@ func (s *Sampler) draw() float32 {
 }
 
 // OnDevice reports whether an engine may pick this sampler's tokens where
-// the logits are (Picker): no penalties, logit bias or log-probabilities.
+// the logits are (Picker): no penalties, logit bias, log-probabilities or
+// sampler that only the host runs (typical, top-n-sigma, XTC, Mirostat,
+// DRY, a custom order).
 func (s *Sampler) OnDevice() bool {
-	return s.counts == nil && len(s.bias) == 0 && !s.p.Logprobs && s.p.TopLogprobs == 0
+	return s.counts == nil && len(s.bias) == 0 && !s.p.Logprobs && s.p.TopLogprobs == 0 && !s.host
 }
 
 // Pick is the device form of the next pick, for a sampler that is
@@ -176,6 +217,9 @@ func (s *Sampler) Pick() Pick {
 	return Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP, U: s.draw()}
 }
 
+// errNoToken is returned when no token of the vocabulary can be picked.
+var errNoToken = fmt.Errorf("sampler: no token has a finite logit (every token is banned, or the logits are not numbers)")
+
 // SampleDrawn is Sample with the random draw u already taken (by Pick);
 // u is unused at temperature 0.
 func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
@@ -183,92 +227,133 @@ func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
 		return Sampled{}, fmt.Errorf("sampler: %d logits for a vocabulary of %d", len(logits), s.vocab)
 	}
 	var tok int32
-	if s.p.Temperature <= 0 && len(s.bias) == 0 && s.counts == nil {
+	if s.p.Temperature <= 0 && len(s.bias) == 0 && s.counts == nil && !s.host {
 		// Plain greedy: the raw logits decide, with no working copy.
-		tok = argmaxLogits(logits)
+		var ok bool
+		if tok, ok = argmaxFinite(logits); !ok {
+			return Sampled{}, errNoToken
+		}
 	} else {
-		for i, l := range logits {
-			s.cands[i] = candidate{id: int32(i), logit: l}
-		}
-		for _, b := range s.bias {
-			s.cands[b.ID].logit += b.Logprob
-		}
-		s.applyPenalties()
-		if s.p.Temperature <= 0 {
-			tok = argmax(s.cands)
-		} else {
-			tok = s.sampleRandom(u)
+		var err error
+		if tok, err = s.sampleChain(logits, u); err != nil {
+			return Sampled{}, err
 		}
 	}
 	out := Sampled{Token: tok}
 	if s.p.Logprobs || s.p.TopLogprobs > 0 {
 		lse := logSumExp(logits)
-		out.Logprob = logits[tok] - lse
+		out.Logprob = clampLogprob(finite(logits[tok]) - lse)
 		out.Top = s.topLogprobs(logits, lse)
 	}
 	return out, nil
 }
 
-// applyPenalties applies the repeat, presence and frequency penalties once
-// to each distinct token of the window. counts of a token already handled
-// are negated during the pass and restored after it.
-func (s *Sampler) applyPenalties() {
-	if s.counts == nil {
-		return
+// sampleChain copies the logits into s.cands, applies the logit bias,
+// then runs Mirostat or the truncating chain and draws with u.
+func (s *Sampler) sampleChain(logits []float32, u float32) (int32, error) {
+	for i, l := range logits {
+		s.cands[i] = candidate{id: int32(i), logit: finite(l)}
 	}
-	rp := s.p.RepeatPenalty
-	for _, tok := range s.window[:s.wlen] {
-		n := s.counts[tok]
-		if n <= 0 {
-			continue
-		}
-		c := &s.cands[tok]
-		if rp != 0 && rp != 1 {
-			if c.logit <= 0 {
-				c.logit *= rp
-			} else {
-				c.logit /= rp
+	for _, b := range s.bias {
+		c := &s.cands[b.ID]
+		c.logit = finite(c.logit + b.Logprob)
+	}
+	c := s.cands
+	if !alive(c) {
+		return 0, errNoToken
+	}
+	if s.p.Mirostat != 0 {
+		// As llama.cpp's common sampler: logit bias, temperature, Mirostat.
+		c = temperature(c, s.p.Temperature)
+		return s.mirostat(c, u), nil
+	}
+	sorted := false
+	for _, st := range s.order {
+		switch st {
+		case stepPenalties:
+			s.applyPenalties(c)
+			sorted = false
+			if !alive(c) {
+				return 0, errNoToken
+			}
+		case stepDRY:
+			if s.dry != nil {
+				s.dry.apply(c)
+				sorted = false
+				if !alive(c) {
+					return 0, errNoToken
+				}
+			}
+		case stepTopK:
+			if k := s.p.TopK; k > 0 && k < len(c) {
+				selectTop(c, k)
+				c = c[:k]
+				slices.SortFunc(c, byLogitDesc)
+				sorted = true
+			}
+		case stepTypical:
+			if s.p.TypicalP > 0 && s.p.TypicalP < 1 {
+				c = typical(c, s.p.TypicalP)
+				sorted = false
+			}
+		case stepTopP:
+			if s.p.TopP > 0 && s.p.TopP < 1 {
+				c = topP(c, s.p.TopP, sorted)
+				sorted = true
+			}
+		case stepMinP:
+			if s.p.MinP > 0 {
+				c = minP(c, s.p.MinP)
+			}
+		case stepXTC:
+			if xtcActive(s.p) {
+				c, sorted = s.xtc(c, sorted)
+			}
+		case stepTemperature:
+			c = temperature(c, s.p.Temperature)
+		case stepTopNSigma:
+			if s.p.TopNSigma > 0 {
+				c = topNSigma(c, s.p.TopNSigma)
 			}
 		}
-		c.logit -= float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty
-		s.counts[tok] = -n
 	}
-	for _, tok := range s.window[:s.wlen] {
-		if s.counts[tok] < 0 {
-			s.counts[tok] = -s.counts[tok]
-		}
+	if s.p.Temperature <= 0 {
+		return argmax(c), nil
 	}
+	return drawFrom(c, u), nil
 }
 
-// sampleRandom runs top-k, top-p, min-p and temperature over s.cands, in
-// that order (as llama.cpp's default chain does), then draws a token with
-// the uniform number u.
-func (s *Sampler) sampleRandom(u float32) int32 {
-	c := s.cands
-	sorted := false
-	if k := s.p.TopK; k > 0 && k < len(c) {
-		selectTop(c, k)
-		c = c[:k]
-		slices.SortFunc(c, byLogitDesc)
-		sorted = true
-	}
-	if s.p.TopP > 0 && s.p.TopP < 1 {
-		c = topP(c, s.p.TopP, sorted)
-	}
-	if s.p.MinP > 0 {
-		maxLogit := c[argmaxIndex(c)].logit
-		// p_i >= MinP * p_max  <=>  logit_i >= maxLogit + log(MinP)
-		cut := maxLogit + float32(math.Log(float64(s.p.MinP)))
-		n := 0
-		for _, x := range c {
-			if x.logit >= cut {
-				c[n] = x
-				n++
-			}
+// alive reports whether some candidate has a finite logit.
+func alive(c []candidate) bool {
+	for i := range c {
+		if c[i].logit > negInf {
+			return true
 		}
-		c = c[:n]
 	}
-	u *= softmax(c, s.p.Temperature)
+	return false
+}
+
+// negInf is float32 -Inf.
+var negInf = float32(math.Inf(-1))
+
+// finite maps a logit onto what sampling works with: NaN is -Inf (never
+// picked) and +Inf the largest float32, so that differences of logits are
+// never NaN.
+func finite(l float32) float32 {
+	switch {
+	case l != l:
+		return negInf
+	case l > math.MaxFloat32:
+		return math.MaxFloat32
+	}
+	return l
+}
+
+// drawFrom turns c into probabilities (temperature already applied) and
+// returns the first candidate, in c's order, whose cumulative probability
+// passes u.
+func drawFrom(c []candidate, u float32) int32 {
+	u *= softmax(c, 1)
 	var cum float32
 	for _, x := range c {
 		cum += x.p
@@ -282,7 +367,73 @@ func (s *Sampler) sampleRandom(u float32) int32 {
 			return c[i].id
 		}
 	}
-	return c[0].id
+	return argmax(c)
+}
+
+// applyPenalties applies the repeat, presence and frequency penalties to
+// every candidate of c whose token is in the window, whatever c's order.
+func (s *Sampler) applyPenalties(c []candidate) {
+	if s.counts == nil {
+		return
+	}
+	rp := s.p.RepeatPenalty
+	for i := range c {
+		n := s.counts[c[i].id]
+		if n <= 0 {
+			continue
+		}
+		l := c[i].logit
+		if rp != 0 && rp != 1 {
+			if l <= 0 {
+				l *= rp
+			} else {
+				l /= rp
+			}
+		}
+		c[i].logit = finite(l - (float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty))
+	}
+}
+
+// minP keeps the candidates at least p times as likely as the best, and
+// always the best.
+func minP(c []candidate, p float32) []candidate {
+	maxLogit := c[argmaxIndex(c)].logit
+	if maxLogit == negInf {
+		return c
+	}
+	// p_i >= MinP * p_max  <=>  logit_i >= maxLogit + log(MinP)
+	cut := maxLogit + float32(math.Log(float64(p)))
+	n := 0
+	for _, x := range c {
+		if x.logit >= cut {
+			c[n] = x
+			n++
+		}
+	}
+	if n == 0 { // MinP > 1 asks for more than the best: keep the best (llama.cpp keeps one)
+		c[0] = c[argmaxIndex(c)]
+		n = 1
+	}
+	return c[:n]
+}
+
+// temperature scales the logits of c by 1/t after shifting the best to 0
+// (the shift changes no probability and keeps every value finite or -Inf);
+// at t <= 0 only the best candidate is kept, as llama.cpp does.
+func temperature(c []candidate, t float32) []candidate {
+	best := argmaxIndex(c)
+	if t <= 0 {
+		c[0], c[best] = c[best], c[0]
+		return c[:1]
+	}
+	maxLogit := c[best].logit
+	if t == 1 || maxLogit == negInf {
+		return c
+	}
+	for i := range c {
+		c[i].logit = (c[i].logit - maxLogit) / t
+	}
+	return c
 }
 
 // topPPrefix is how many candidates topP sorts before it falls back to
@@ -326,6 +477,7 @@ func (s *Sampler) topLogprobs(logits []float32, lse float32) []TokenLogprob {
 		return top
 	}
 	for i, l := range logits {
+		l = finite(l)
 		if len(top) == n && l <= top[n-1].Logprob {
 			continue
 		}
@@ -340,7 +492,7 @@ func (s *Sampler) topLogprobs(logits []float32, lse float32) []TokenLogprob {
 		top[j] = TokenLogprob{ID: int32(i), Logprob: l}
 	}
 	for i := range top {
-		top[i].Logprob -= lse
+		top[i].Logprob = clampLogprob(top[i].Logprob - lse)
 	}
 	s.top = top
 	return top
@@ -397,6 +549,12 @@ func siftDown(h []candidate, i int) {
 // (the values are left unnormalized when the caller only draws from them).
 func softmax(c []candidate, temp float32) float32 {
 	maxLogit := c[argmaxIndex(c)].logit
+	if maxLogit == negInf {
+		for i := range c {
+			c[i].p = 0
+		}
+		return 0
+	}
 	var sum float32
 	for i := range c {
 		p := float32(math.Exp(float64((c[i].logit - maxLogit) / temp)))
@@ -424,55 +582,54 @@ func argmaxIndex(c []candidate) int {
 }
 
 // argmaxLogits returns the index of the largest logit, the lowest on ties,
-// as argmax does over candidates made from the same logits.
+// as argmax does over candidates made from the same logits (NaN counts as
+// -Inf); 0 when no logit is above -Inf.
 func argmaxLogits(logits []float32) int32 {
-	best := 0
+	best, _ := argmaxFinite(logits)
+	return best
+}
+
+// argmaxFinite is argmaxLogits that also reports whether the best logit
+// is above -Inf.
+func argmaxFinite(logits []float32) (best int32, ok bool) {
+	m := negInf
 	for i, l := range logits {
-		if l > logits[best] {
-			best = i
+		if l > m {
+			m, best = l, int32(i)
 		}
 	}
-	return int32(best)
+	return best, m > negInf
 }
 
 // argmax returns the id of the best candidate.
 func argmax(c []candidate) int32 { return c[argmaxIndex(c)].id }
 
 // logSumExp returns log(sum(exp(x))) computed stably.
+// x is read through finite, so NaN counts as -Inf and +Inf as the largest float.
 func logSumExp(x []float32) float32 {
-	m := float32(math.Inf(-1))
+	m := negInf
 	for _, v := range x {
-		if v > m {
+		if v := finite(v); v > m {
 			m = v
 		}
 	}
-	if math.IsInf(float64(m), -1) {
+	if m == negInf {
 		return m
 	}
 	var sum float64
 	for _, v := range x {
-		sum += math.Exp(float64(v - m))
+		sum += math.Exp(float64(finite(v) - m))
 	}
 	return m + float32(math.Log(sum))
 }
 
-// checkExtended refuses the samplers beyond temperature, top-k, top-p,
-// min-p and the penalties until they are implemented, so that no request
-// silently gets other output than it asked for.
-func checkExtended(p SamplerParams) error {
-	switch {
-	case p.TypicalP > 0 && p.TypicalP < 1:
-		return fmt.Errorf("sampler: typical_p is not supported")
-	case p.TopNSigma > 0:
-		return fmt.Errorf("sampler: top_n_sigma is not supported")
-	case p.XTCProbability > 0:
-		return fmt.Errorf("sampler: xtc_probability is not supported")
-	case p.Mirostat != 0:
-		return fmt.Errorf("sampler: mirostat is not supported")
-	case p.DRYMultiplier != 0:
-		return fmt.Errorf("sampler: dry_multiplier is not supported")
-	case p.Samplers != nil:
-		return fmt.Errorf("sampler: samplers is not supported")
+// minLogprob is the lowest log-probability reported (OpenAI's floor for
+// impossible tokens), so that every reported value is a finite number.
+const minLogprob = -9999
+
+func clampLogprob(l float32) float32 {
+	if !(l >= minLogprob) { // also NaN
+		return minLogprob
 	}
-	return nil
+	return l
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -59,6 +60,10 @@ type SchedulerConfig struct {
 	MaxQueue   int      // requests that may wait for a slot; more are refused with ErrQueueFull
 	StepTokens int      // most tokens in one forward step (decode tokens plus prefill chunks); default 512
 	Metrics    *Metrics // counters to update; nil: a new set
+	// OnPanic, when set, is told of every panic the scheduler recovers
+	// from: where it happened, the value and the panicking goroutine's
+	// stack. It is called from the goroutine that panicked.
+	OnPanic func(where string, v any, stack []byte)
 }
 
 // Scheduler runs continuous batching: each step packs one decode token of
@@ -150,61 +155,82 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		s.metrics.reject("invalid")
 		return nil, err
 	}
-	sampler, err := NewSampler(r.Sampling, s.eng.VocabSize())
+	seq, err := s.newSequence(ctx, r)
 	if err != nil {
-		s.metrics.reject("invalid")
+		s.metrics.reject(rejectReason(err))
+		return nil, err
+	}
+	if err := s.enqueue(seq); err != nil {
+		return nil, err
+	}
+	return seq.stream, nil
+}
+
+// newSequence builds everything a request needs that is proportional to
+// it (sampler, stop matcher, text decoder, the penalties' view of the
+// prompt) in the caller's goroutine, so that the scheduling loop never
+// spends a request's setup time. A panic while doing so is this request's
+// failure: it returns an error wrapping ErrInternal.
+func (s *Scheduler) newSequence(ctx context.Context, r Request) (seq *sequence, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.panicked("request setup", v, debug.Stack())
+			seq, err = nil, fmt.Errorf("%w: request setup panicked: %v", ErrInternal, v)
+		}
+	}()
+	p := r.Sampling
+	ctxSize := s.eng.ContextSize()
+	if p.PenaltyLastN > ctxSize {
+		p.PenaltyLastN = ctxSize
+	}
+	if p.DRYPenaltyLastN <= 0 || p.DRYPenaltyLastN > ctxSize {
+		p.DRYPenaltyLastN = ctxSize
+	}
+	text, _ := s.vocab.(TokenText)
+	sampler, err := NewSamplerText(p, s.eng.VocabSize(), text)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSampling, err)
 	}
-	seq := &sequence{
+	for _, t := range r.Prompt {
+		sampler.Accept(t)
+	}
+	return &sequence{
 		req:       r,
 		ctx:       ctx,
 		stream:    newStream(),
 		sampler:   sampler,
+		dec:       s.vocab.NewTextDecoder(),
+		stop:      NewStopMatcher(r.Stop),
 		submitted: time.Now(),
+	}, nil
+}
+
+// rejectReason labels a failure to build a request for the metrics.
+func rejectReason(err error) string {
+	if errors.Is(err, ErrInternal) {
+		return "internal"
 	}
+	return "invalid"
+}
+
+// enqueue queues seq unless the scheduler is closing or full.
+func (s *Scheduler) enqueue(seq *sequence) error {
 	s.mu.Lock()
 	switch {
 	case s.closing:
 		s.mu.Unlock()
 		s.metrics.reject("shutting_down")
-		return nil, ErrShuttingDown
+		return ErrShuttingDown
 	case s.inflight >= len(s.slots)+s.cfg.MaxQueue:
 		s.mu.Unlock()
 		s.metrics.reject("queue_full")
-		return nil, ErrQueueFull
+		return ErrQueueFull
 	}
 	s.queue = append(s.queue, seq)
 	s.inflight++
 	s.mu.Unlock()
 	s.signal()
-	return seq.stream, nil
-}
-
-// SubmitChoices queues n generations of one request (the "n" of the OpenAI
-// API): choice i draws from the random stream seeded with Seed+i. Either
-// every choice is queued or none is. The choices end with ctx.
-func (s *Scheduler) SubmitChoices(ctx context.Context, r Request, n int) ([]*Stream, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("decode: %d choices", n)
-	}
-	if n > s.Capacity() {
-		s.metrics.reject("invalid")
-		return nil, fmt.Errorf("%w: %d choices, but at most %d requests can be queued or running", ErrInvalidSampling, n, s.Capacity())
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	streams := make([]*Stream, n)
-	for i := range n {
-		req := r
-		req.Sampling.Seed += uint64(i)
-		st, err := s.Submit(ctx, req)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		streams[i] = st
-	}
-	context.AfterFunc(ctx, cancel) // the derived context ends with the caller's
-	return streams, nil
+	return nil
 }
 
 // Capacity is the most requests that can be queued or running at once
@@ -269,21 +295,52 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.abortAll(ErrShuttingDown)
 			return nil
 		}
-		// Let goroutines made runnable by the last step (stream readers)
-		// or by new requests (submitters) run before the next step takes
-		// every thread: arrivals join sooner and readers keep up.
-		runtime.Gosched()
-		s.dropCancelled()
-		s.admit()
-		if len(s.active) == 0 {
-			select {
-			case <-ctx.Done():
-			case <-s.wake:
-			}
-			continue
-		}
-		s.step()
+		s.iterate(ctx)
 	}
+}
+
+// iterate is one turn of the loop. A panic that escapes the guards of the
+// requests' own work ends the running requests with an error wrapping
+// ErrInternal, and the loop goes on.
+func (s *Scheduler) iterate(ctx context.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.panicked("scheduler loop", v, debug.Stack())
+			err := fmt.Errorf("%w: scheduler loop panicked: %v", ErrInternal, v)
+			for _, seq := range s.active {
+				if !seq.done {
+					s.release(seq, Event{Err: err}, "error")
+				}
+			}
+			s.resetChunks()
+			s.compact()
+		}
+	}()
+	// Let goroutines made runnable by the last step (stream readers)
+	// or by new requests (submitters) run before the next step takes
+	// every thread: arrivals join sooner and readers keep up.
+	runtime.Gosched()
+	s.dropCancelled()
+	s.admit()
+	if len(s.active) == 0 {
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		}
+		return
+	}
+	s.step()
+}
+
+// panicked counts a recovered panic and reports it to OnPanic (whose own
+// panic is dropped).
+func (s *Scheduler) panicked(where string, v any, stack []byte) {
+	s.metrics.panicked()
+	if s.cfg.OnPanic == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	s.cfg.OnPanic(where, v, stack)
 }
 
 // admit moves queued requests into free slots, dropping cancelled ones.
@@ -302,7 +359,7 @@ func (s *Scheduler) admit() {
 			kept = append(kept, seq)
 			continue
 		}
-		seq.start(int32(slot), s.vocab)
+		seq.start(int32(slot))
 		s.slots[slot] = seq
 		s.active = append(s.active, seq)
 		s.metrics.admitted(len(seq.req.Prompt))
@@ -333,6 +390,7 @@ func (s *Scheduler) dropCancelled() {
 
 // step runs one forward pass over every active sequence and samples.
 func (s *Scheduler) step() {
+	s.sharePrefills()
 	s.batch.Reset()
 	s.rows = s.rows[:0]
 	// Decode tokens first: running streams keep flowing while prompts fill.
@@ -345,7 +403,7 @@ func (s *Scheduler) step() {
 	}
 	budget := s.cfg.StepTokens - s.batch.Len()
 	for _, seq := range s.active {
-		if seq.prefilled() || budget <= 0 {
+		if seq.prefilled() || seq.waiting || budget <= 0 {
 			continue
 		}
 		left := len(seq.req.Prompt) - seq.nPast
@@ -361,7 +419,7 @@ func (s *Scheduler) step() {
 		seq.chunk = n
 		budget -= n
 	}
-	if err := s.forward(); err != nil {
+	if err := s.forwardGuarded(); err != nil {
 		err = fmt.Errorf("decode: forward step of %d tokens: %w", s.batch.Len(), err)
 		for _, seq := range s.active {
 			if seq.chunk > 0 {
@@ -376,23 +434,58 @@ func (s *Scheduler) step() {
 		seq.nPast += seq.chunk
 	}
 	s.resetChunks()
-	vocab := s.eng.VocabSize()
 	now := time.Now()
 	for i, seq := range s.rows {
-		row := s.logits[i*vocab : (i+1)*vocab]
-		var got Sampled
-		var err error
-		switch {
-		case s.picker == nil || s.picks[i] == nil:
-			got, err = seq.sampler.Sample(row)
-		case s.toks[i] >= 0:
-			got = Sampled{Token: s.toks[i]}
-		default: // the engine left the pick to the host
-			got, err = seq.sampler.SampleDrawn(row, s.picks[i].U)
-		}
-		s.emit(seq, got, err, now)
+		s.pickAndEmit(i, seq, now)
 	}
 	s.compact()
+}
+
+// pickAndEmit samples row i for seq (or takes the engine's pick) and emits
+// it. A panic in this work, seq's alone, ends seq with an error wrapping
+// ErrInternal.
+func (s *Scheduler) pickAndEmit(i int, seq *sequence, now time.Time) {
+	defer s.recoverSeq(seq, "sampling and emitting a token")
+	vocab := s.eng.VocabSize()
+	row := s.logits[i*vocab : (i+1)*vocab]
+	var got Sampled
+	var err error
+	switch {
+	case s.picker == nil || s.picks[i] == nil:
+		got, err = seq.sampler.Sample(row)
+	case s.toks[i] >= int32(vocab):
+		err = fmt.Errorf("%w: the engine picked token %d outside the vocabulary of %d", ErrInternal, s.toks[i], vocab)
+	case s.toks[i] >= 0:
+		got = Sampled{Token: s.toks[i]}
+	default: // the engine left the pick to the host
+		got, err = seq.sampler.SampleDrawn(row, s.picks[i].U)
+	}
+	s.emit(seq, got, err, now)
+}
+
+// recoverSeq, deferred around work done for seq alone, turns a panic into
+// the end of seq with an error wrapping ErrInternal.
+func (s *Scheduler) recoverSeq(seq *sequence, what string) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.panicked(what, v, debug.Stack())
+	if !seq.done {
+		s.release(seq, Event{Err: fmt.Errorf("%w: %s panicked: %v", ErrInternal, what, v)}, "error")
+	}
+}
+
+// forwardGuarded is forward with a panic of the engine turned into an
+// error wrapping ErrInternal, which ends the step's requests.
+func (s *Scheduler) forwardGuarded() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.panicked("engine forward step", v, debug.Stack())
+			err = fmt.Errorf("%w: the engine panicked: %v", ErrInternal, v)
+		}
+	}()
+	return s.forward()
 }
 
 // forward runs the step's batch: with a Picker, the rows whose samplers
@@ -470,6 +563,7 @@ func (s *Scheduler) release(seq *sequence, final Event, outcome string) {
 
 // end sends the final event of seq.
 func (s *Scheduler) end(seq *sequence, final Event, outcome string) {
+	seq.done = true
 	final.Token = -1
 	final.Done = true
 	final.Usage = Usage{PromptTokens: len(seq.req.Prompt), CompletionTokens: seq.generated}

@@ -17,6 +17,8 @@ type Metrics struct {
 	rejected  map[string]uint64 // requests refused at submission, by reason
 	prompt    uint64            // prompt tokens of admitted requests
 	generated uint64            // tokens sampled
+	shared    uint64            // prompt tokens copied from another choice's KV cache instead of computed
+	panics    uint64            // panics recovered (each ended a request or a step with ErrInternal)
 	queued    int               // requests waiting for a slot
 	busy      int               // slots in use
 	slots     int               // slots in all
@@ -92,6 +94,18 @@ func (m *Metrics) token(first bool, since time.Duration) {
 	m.mu.Unlock()
 }
 
+func (m *Metrics) panicked() {
+	m.mu.Lock()
+	m.panics++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) sharedPrompt(tokens int) {
+	m.mu.Lock()
+	m.shared += uint64(tokens)
+	m.mu.Unlock()
+}
+
 func (m *Metrics) setOccupancy(queued, busy, slots int) {
 	m.mu.Lock()
 	m.queued, m.busy, m.slots = queued, busy, slots
@@ -104,6 +118,8 @@ type MetricsSnapshot struct {
 	Rejected         map[string]uint64
 	PromptTokens     uint64
 	GeneratedTokens  uint64
+	SharedPrompt     uint64 // prompt tokens copied between choices instead of computed
+	Panics           uint64
 	Queued, BusySlot int
 }
 
@@ -116,6 +132,8 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		Rejected:        maps(m.rejected),
 		PromptTokens:    m.prompt,
 		GeneratedTokens: m.generated,
+		SharedPrompt:    m.shared,
+		Panics:          m.panics,
 		Queued:          m.queued,
 		BusySlot:        m.busy,
 	}
@@ -138,6 +156,8 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	p.labeled("llmserve_requests_rejected_total", "counter", "Requests refused at submission, by reason.", "reason", m.rejected)
 	p.scalar("llmserve_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", float64(m.prompt))
 	p.scalar("llmserve_generated_tokens_total", "counter", "Tokens generated.", float64(m.generated))
+	p.scalar("llmserve_prompt_tokens_shared_total", "counter", "Prompt tokens of a choice copied from another choice's KV cache instead of computed.", float64(m.shared))
+	p.scalar("llmserve_panics_total", "counter", "Panics recovered while serving; each ended its request, or the requests of its step, with an internal error.", float64(m.panics))
 	p.scalar("llmserve_queue_depth", "gauge", "Requests waiting for a slot.", float64(m.queued))
 	p.scalar("llmserve_slots_busy", "gauge", "Sequence slots in use.", float64(m.busy))
 	p.scalar("llmserve_slots_total", "gauge", "Sequence slots in all.", float64(m.slots))

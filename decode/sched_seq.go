@@ -12,15 +12,22 @@ type sequence struct {
 	stream  *Stream
 	sampler *Sampler
 
-	// Set when the sequence takes a slot.
-	slot int32
-	dec  TextDecoder
-	stop *StopMatcher
+	dec  TextDecoder  // made at Submit
+	stop *StopMatcher // made at Submit
+
+	slot int32 // set when the sequence takes a slot
+
+	// group links the choices of one SubmitChoices call; the first is
+	// the leader. A follower that is waiting takes no prefill until the
+	// leader has the prompt in its slot, then copies it (SeqCopier).
+	group   *choiceGroup
+	waiting bool
 
 	nPast     int   // positions of the slot's KV cache written so far
 	chunk     int   // tokens this sequence has in the current batch
 	next      int32 // token to feed in the next decode step
 	generated int   // tokens sampled
+	started   bool  // took a slot
 	done      bool  // ended; removed from active at the end of the step
 
 	submitted time.Time
@@ -29,13 +36,9 @@ type sequence struct {
 
 // start binds the sequence to a slot; the KV cache of the slot is
 // overwritten from position 0.
-func (q *sequence) start(slot int32, vocab Vocab) {
+func (q *sequence) start(slot int32) {
 	q.slot = slot
-	q.dec = vocab.NewTextDecoder()
-	q.stop = NewStopMatcher(q.req.Stop)
-	for _, t := range q.req.Prompt {
-		q.sampler.Accept(t)
-	}
+	q.started = true
 }
 
 // prefilled reports whether the whole prompt is in the KV cache.

@@ -281,7 +281,12 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		return nil, err
 	}
 	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
-	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{MaxQueue: o.queue, StepTokens: o.batch})
+	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{
+		MaxQueue: o.queue, StepTokens: o.batch,
+		OnPanic: func(where string, v any, stack []byte) {
+			log.Error().Str("where", where).Interface("panic", v).Bytes("stack", stack).Msg("recovered from a panic")
+		},
+	})
 	if err != nil {
 		eng.Close()
 		return nil, err
@@ -314,3 +319,9 @@ type vocab struct{ t *tokenizer.Tokenizer }
 
 func (v vocab) IsEOG(id int32) bool                { return v.t.IsEOG(id) }
 func (v vocab) NewTextDecoder() decode.TextDecoder { return v.t.NewStreamDecoder() }
+
+// TokenBytes and Encode give DRY the tokens' text (decode.TokenText).
+func (v vocab) TokenBytes(id int32) []byte { return v.t.TokenBytes(id) }
+func (v vocab) Encode(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	return v.t.Encode(text, addSpecial, parseSpecial)
+}

@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+)
+
+// drainGrace is how long a connection may still take to deliver the rest
+// of a request body that its handler did not read. net/http reads up to
+// 256 KiB of such a body after the response, to reuse the connection;
+// past this time the connection is closed instead, so a client that
+// trickles a body to a route that never reads it cannot hold it open.
+const drainGrace = 500 * time.Millisecond
+
+// bodyReadError is a failure to read the request body off the connection:
+// a stalled client, a broken chunked encoding, a body cut short, bytes
+// that are not UTF-8. It is the client's fault.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// errNotUTF8 is a request body that is not valid UTF-8 (JSON must be).
+var errNotUTF8 = errors.New("the request body is not valid UTF-8")
+
+// guardBody bounds every request body, on every route, in bytes and in
+// time: the connection's read deadline is set for the body's arrival and
+// lifted when the body has been read to its end, so it never touches a
+// response stream (net/http cancels a request's context when a read
+// deadline passes while it watches the connection). A response sent
+// before the body was read to its end closes the connection (after
+// drainGrace at most) instead of waiting for the rest.
+func (s *Server) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		b := &guardedBody{src: r.Body, rc: rc}
+		if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
+			b.deadline = true
+		}
+		gw := &guardedWriter{ResponseWriter: w, body: b}
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			// Refuse at once what is declared too large, unread.
+			writeError(gw, &http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
+			return
+		}
+		r.Body = http.MaxBytesReader(gw, b, s.cfg.MaxBodyBytes)
+		next.ServeHTTP(gw, r)
+		gw.answered()
+	})
+}
+
+// guardedBody tracks whether the body was read to its end, lifts the read
+// deadline there, checks that the bytes are UTF-8 and marks its read
+// failures as the client's.
+type guardedBody struct {
+	src      io.ReadCloser
+	rc       *http.ResponseController
+	deadline bool    // a read deadline is set on the connection
+	eof      bool    // the body was read to its end
+	carry    [3]byte // the start of a UTF-8 sequence cut by the last read
+	ncarry   int     // bytes used in carry
+	read     int64   // bytes read so far
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	n, err := b.src.Read(p)
+	if verr := b.checkUTF8(p[:n], err == io.EOF); verr != nil {
+		return n, &bodyReadError{verr}
+	}
+	b.read += int64(n)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+		if b.deadline {
+			b.deadline = false
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	case err != nil:
+		return n, &bodyReadError{err}
+	}
+	return n, err
+}
+
+func (b *guardedBody) Close() error { return b.src.Close() }
+
+// checkUTF8 validates p, which follows the bytes read before it; a
+// sequence cut at p's end is kept for the next read unless last.
+func (b *guardedBody) checkUTF8(p []byte, last bool) error {
+	if b.ncarry > 0 {
+		// Complete the cut sequence with p's first bytes.
+		var buf [utf8.UTFMax]byte
+		k := copy(buf[:], b.carry[:b.ncarry])
+		k += copy(buf[k:], p)
+		if !utf8.FullRune(buf[:k]) {
+			if last {
+				return fmt.Errorf("%w: it ends inside a character", errNotUTF8)
+			}
+			b.ncarry = copy(b.carry[:], buf[:k])
+			return nil
+		}
+		r, size := utf8.DecodeRune(buf[:k])
+		if r == utf8.RuneError && size <= 1 {
+			return fmt.Errorf("%w: bad byte near offset %d", errNotUTF8, b.read)
+		}
+		p = p[size-b.ncarry:]
+		b.ncarry = 0
+	}
+	// Keep a sequence cut at the end for the next read.
+	cut := len(p)
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(p[:cut]) {
+		return fmt.Errorf("%w: bad byte near offset %d", errNotUTF8, b.read)
+	}
+	if cut < len(p) {
+		if last {
+			return fmt.Errorf("%w: it ends inside a character", errNotUTF8)
+		}
+		b.ncarry = copy(b.carry[:], p[cut:])
+	}
+	return nil
+}
+
+// guardedWriter closes the connection after a response that started
+// before the request body was read to its end.
+type guardedWriter struct {
+	http.ResponseWriter
+	body    *guardedBody
+	started bool // the response header was sent
+}
+
+// answered is called when the response starts, and when the handler
+// returns: an unread body is left to arrive within drainGrace at most.
+func (g *guardedWriter) answered() {
+	if g.started {
+		return
+	}
+	g.started = true
+	if g.body.eof {
+		return
+	}
+	g.Header().Set("Connection", "close")
+	_ = g.body.rc.SetReadDeadline(time.Now().Add(drainGrace))
+	g.body.deadline = true
+}
+
+func (g *guardedWriter) WriteHeader(code int) {
+	if code >= 200 {
+		g.answered()
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *guardedWriter) Write(p []byte) (int, error) {
+	g.answered()
+	return g.ResponseWriter.Write(p)
+}
+
+// Flush passes through so that server-sent events leave at once.
+func (g *guardedWriter) Flush() {
+	g.answered()
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (g *guardedWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }

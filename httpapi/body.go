@@ -68,15 +68,22 @@ type guardedBody struct {
 	carry    [3]byte // the start of a UTF-8 sequence cut by the last read
 	ncarry   int     // bytes used in carry
 	read     int64   // bytes read so far
+	bad      error   // the body is not UTF-8: every read fails
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
 	}
+	if b.bad != nil {
+		return 0, b.bad
+	}
 	n, err := b.src.Read(p)
 	if verr := b.checkUTF8(p[:n], err == io.EOF); verr != nil {
-		return n, &bodyReadError{verr}
+		// None of these bytes: json.Decoder would take a value they
+		// complete and drop the error.
+		b.bad = &bodyReadError{verr}
+		return 0, b.bad
 	}
 	b.read += int64(n)
 	switch {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,27 @@ func (s *Server) guardBody(next http.Handler) http.Handler {
 	})
 }
 
+// readBody reads the whole body of a request that a route takes before
+// its handler runs, so that every failure on the wire (a stall, a broken
+// chunked encoding, a body too large or not UTF-8) is answered as one,
+// even when it comes after a complete JSON value that a streaming decoder
+// would have taken and stopped at. Bodies are bounded by MaxBodyBytes.
+func (s *Server) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		size := 512
+		if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxBodyBytes {
+			size = int(r.ContentLength) + 1 // +1: room to see the end
+		}
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		if _, err := buf.ReadFrom(r.Body); err != nil {
+			writeError(w, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+		next.ServeHTTP(w, r)
+	})
+}
+
 // guardedBody tracks whether the body was read to its end, lifts the read
 // deadline there, checks that the bytes are UTF-8 and marks its read
 // failures as the client's.
@@ -80,8 +102,6 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.src.Read(p)
 	if verr := b.checkUTF8(p[:n], err == io.EOF); verr != nil {
-		// None of these bytes: json.Decoder would take a value they
-		// complete and drop the error.
 		b.bad = &bodyReadError{verr}
 		return 0, b.bad
 	}

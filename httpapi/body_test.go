@@ -148,6 +148,8 @@ func TestBodyErrors(t *testing.T) {
 		{"bad chunk size", post("/v1/completions", "Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n"), 400, "bad_request_body"},
 		{"chunk size overflow", post("/tokenize", "Transfer-Encoding: chunked\r\n", "fffffffffffffffffff\r\n{}\r\n0\r\n\r\n"), 400, "bad_request_body"},
 		{"chunk without CRLF", post("/tokenize", "Transfer-Encoding: chunked\r\n", "4\r\n{\"coZZ\r\n0\r\n\r\n"), 400, "bad_request_body"},
+		{"broken after a whole value", post("/tokenize", "Transfer-Encoding: chunked\r\n", "f\r\n{\"content\":\"a\"}XX0\r\n\r\n"), 400, "bad_request_body"},
+		{"bad trailer after a whole value", post("/tokenize", "Transfer-Encoding: chunked\r\n", "f\r\n{\"content\":\"a\"}\r\n0\r\nno colon\r\n\r\n"), 400, "bad_request_body"},
 		{"declared too large", post("/v1/completions", "Content-Length: 1000000000\r\n", "{"), 413, "request_too_large"},
 		{"chunked too large", post("/tokenize", "Transfer-Encoding: chunked\r\n", "1400\r\n"+strings.Repeat(" ", 0x1400)+"\r\n0\r\n\r\n"), 413, "request_too_large"},
 		{"invalid UTF-8", post("/tokenize", cl("{\"content\":\"a\xff\"}"), "{\"content\":\"a\xff\"}"), 400, "invalid_utf8"},

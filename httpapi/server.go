@@ -74,10 +74,13 @@ func New(cfg Config) *Server {
 	r.Get("/health", s.healthRetry)
 	r.Get("/metrics", s.serveMetrics)
 	r.Get("/v1/models", s.models)
-	r.Post("/v1/completions", s.completions)
-	r.Post("/v1/chat/completions", s.chatCompletions)
-	r.Post("/tokenize", s.tokenize)
-	r.Post("/detokenize", s.detokenize)
+	r.Group(func(r chi.Router) {
+		r.Use(s.readBody)
+		r.Post("/v1/completions", s.completions)
+		r.Post("/v1/chat/completions", s.chatCompletions)
+		r.Post("/tokenize", s.tokenize)
+		r.Post("/detokenize", s.detokenize)
+	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: "no route " + r.Method + " " + r.URL.Path})

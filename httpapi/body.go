@@ -2,12 +2,9 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
-	"unicode/utf8"
 )
 
 // drainGrace is how long a connection may still take to deliver the rest
@@ -18,15 +15,12 @@ import (
 const drainGrace = 500 * time.Millisecond
 
 // bodyReadError is a failure to read the request body off the connection:
-// a stalled client, a broken chunked encoding, a body cut short, bytes
-// that are not UTF-8. It is the client's fault.
+// a stalled client, a broken chunked encoding, a body cut short. It is the
+// client's fault.
 type bodyReadError struct{ err error }
 
 func (e *bodyReadError) Error() string { return "reading the request body: " + e.err.Error() }
 func (e *bodyReadError) Unwrap() error { return e.err }
-
-// errNotUTF8 is a request body that is not valid UTF-8 (JSON must be).
-var errNotUTF8 = errors.New("the request body is not valid UTF-8")
 
 // guardBody bounds every request body, on every route, in bytes and in
 // time: the connection's read deadline is set for the body's arrival and
@@ -60,9 +54,11 @@ func (s *Server) guardBody(next http.Handler) http.Handler {
 
 // readBody reads the whole body of a request that a route takes before
 // its handler runs, so that every failure on the wire (a stall, a broken
-// chunked encoding, a body too large or not UTF-8) is answered as one,
-// even when it comes after a complete JSON value that a streaming decoder
-// would have taken and stopped at. Bodies are bounded by MaxBodyBytes.
+// chunked encoding, a body too large) is answered as one, even when it
+// comes after a complete JSON value that a streaming decoder would have
+// taken and stopped at, and checks that the body is UTF-8, as JSON must
+// be (encoding/json would turn bad bytes into U+FFFD silently). Bodies are
+// bounded by MaxBodyBytes.
 func (s *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		size := 512
@@ -74,38 +70,29 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 			writeError(w, err)
 			return
 		}
+		if err := checkUTF8(buf.Bytes()); err != nil {
+			writeError(w, err)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
 		next.ServeHTTP(w, r)
 	})
 }
 
 // guardedBody tracks whether the body was read to its end, lifts the read
-// deadline there, checks that the bytes are UTF-8 and marks its read
-// failures as the client's.
+// deadline there and marks its read failures as the client's.
 type guardedBody struct {
 	src      io.ReadCloser
 	rc       *http.ResponseController
-	deadline bool    // a read deadline is set on the connection
-	eof      bool    // the body was read to its end
-	carry    [3]byte // the start of a UTF-8 sequence cut by the last read
-	ncarry   int     // bytes used in carry
-	read     int64   // bytes read so far
-	bad      error   // the body is not UTF-8: every read fails
+	deadline bool // a read deadline is set on the connection
+	eof      bool // the body was read to its end
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
 	}
-	if b.bad != nil {
-		return 0, b.bad
-	}
 	n, err := b.src.Read(p)
-	if verr := b.checkUTF8(p[:n], err == io.EOF); verr != nil {
-		b.bad = &bodyReadError{verr}
-		return 0, b.bad
-	}
-	b.read += int64(n)
 	switch {
 	case err == io.EOF:
 		b.eof = true
@@ -120,50 +107,6 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 }
 
 func (b *guardedBody) Close() error { return b.src.Close() }
-
-// checkUTF8 validates p, which follows the bytes read before it; a
-// sequence cut at p's end is kept for the next read unless last.
-func (b *guardedBody) checkUTF8(p []byte, last bool) error {
-	if b.ncarry > 0 {
-		// Complete the cut sequence with p's first bytes.
-		var buf [utf8.UTFMax]byte
-		k := copy(buf[:], b.carry[:b.ncarry])
-		k += copy(buf[k:], p)
-		if !utf8.FullRune(buf[:k]) {
-			if last {
-				return fmt.Errorf("%w: it ends inside a character", errNotUTF8)
-			}
-			b.ncarry = copy(b.carry[:], buf[:k])
-			return nil
-		}
-		r, size := utf8.DecodeRune(buf[:k])
-		if r == utf8.RuneError && size <= 1 {
-			return fmt.Errorf("%w: bad byte near offset %d", errNotUTF8, b.read)
-		}
-		p = p[size-b.ncarry:]
-		b.ncarry = 0
-	}
-	// Keep a sequence cut at the end for the next read.
-	cut := len(p)
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				cut = i
-			}
-			break
-		}
-	}
-	if !utf8.Valid(p[:cut]) {
-		return fmt.Errorf("%w: bad byte near offset %d", errNotUTF8, b.read)
-	}
-	if cut < len(p) {
-		if last {
-			return fmt.Errorf("%w: it ends inside a character", errNotUTF8)
-		}
-		b.ncarry = copy(b.carry[:], p[cut:])
-	}
-	return nil
-}
 
 // guardedWriter closes the connection after a response that started
 // before the request body was read to its end.

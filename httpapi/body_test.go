@@ -9,7 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"testing/iotest"
 	"time"
 )
 
@@ -168,38 +167,35 @@ func TestBodyErrors(t *testing.T) {
 	}
 }
 
-// TestGuardedBodyUTF8 reads bodies one byte at a time, so that every
-// multi-byte character is cut between reads.
-func TestGuardedBodyUTF8(t *testing.T) {
+// TestUTF8Param checks that a body that is not UTF-8 is refused with the
+// member that holds the first bad byte as its parameter.
+func TestUTF8Param(t *testing.T) {
 	tests := []struct {
 		name, body string
-		ok         bool
+		param      any // "-": valid
 	}{
-		{"ascii", `{"a":"b"}`, true},
-		{"two to four bytes", "{\"a\":\"é€😀\"}", true},
-		{"ends with a four-byte character", "😀", true},
-		{"stray continuation", "a\x80b", false},
-		{"invalid start", "a\xffb", false},
-		{"cut at the end", "ab\xf0\x9f\x98", false},
-		{"surrogate half", "a\xed\xa0\x80", false},
-		{"overlong", "\xc0\xaf", false},
+		{"valid", "{\"prompt\":\"é€😀\"}", "-"},
+		{"prompt", "{\"prompt\":\"a\xff\"}", "prompt"},
+		{"second message", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":\"\xc3\"}]}", "messages[1].content"},
+		{"array element", "{\"prompt\":[\"a\",\"b\xed\xa0\x80\"]}", "prompt[1]"},
+		{"after a nested object", "{\"stream_options\":{\"a\":1},\"stop\":[\"x\",\"\xf8\"]}", "stop[1]"},
+		{"in a key", "{\"pro\xffmpt\":1}", "pro\ufffdmpt"},
+		{"outside any value", "\xff{}", nil},
+		{"cut at the end", "{\"content\":\"a\"}\xe2\x82", nil},
 	}
 	for _, tt := range tests {
-		for _, oneByte := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/onebyte=%v", tt.name, oneByte), func(t *testing.T) {
-				var src io.Reader = strings.NewReader(tt.body)
-				if oneByte {
-					src = iotest.OneByteReader(src)
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkUTF8([]byte(tt.body))
+			if tt.param == "-" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
 				}
-				b := &guardedBody{src: io.NopCloser(src)}
-				got, err := io.ReadAll(b)
-				if tt.ok && (err != nil || string(got) != tt.body) {
-					t.Errorf("read %q, %v; want %q", got, err, tt.body)
-				}
-				if !tt.ok && !errors.Is(err, errNotUTF8) {
-					t.Errorf("err %v, want errNotUTF8", err)
-				}
-			})
-		}
+				return
+			}
+			e := toAPIError(err)
+			if e.Status != 400 || e.Code != "invalid_utf8" || e.Param != tt.param || !strings.Contains(e.Message, "UTF-8") {
+				t.Errorf("%+v, want a 400 invalid_utf8 for %q", e, tt.param)
+			}
+		})
 	}
 }

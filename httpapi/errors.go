@@ -70,9 +70,6 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
 			Message: "the request body did not arrive in time"}
-	case errors.As(err, &readErr) && errors.Is(err, errNotUTF8):
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_utf8",
-			Message: readErr.err.Error()}
 	case errors.As(err, &readErr):
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "bad_request_body",
 			Message: readErr.Error()}

@@ -66,7 +66,9 @@ func TestBadInput(t *testing.T) {
 	var slowWG sync.WaitGroup
 	for _, sc := range slowCases() {
 		slowWG.Go(func() {
+			start := time.Now()
 			r, err := sc.run(pick(sc.keyed).addr)
+			t.Logf("slow case %q: status %d, closed %v, after %v", sc.name, r.status, r.closed, time.Since(start).Round(time.Millisecond))
 			slowOut <- judge("slow and half-sent bodies", sc.name, sc.want, r, err)
 		})
 	}

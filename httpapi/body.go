@@ -61,22 +61,39 @@ func (s *Server) guardBody(next http.Handler) http.Handler {
 // bounded by MaxBodyBytes.
 func (s *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		size := 512
+		size := int64(512)
 		if r.ContentLength > 0 && r.ContentLength <= s.cfg.MaxBodyBytes {
-			size = int(r.ContentLength) + 1 // +1: room to see the end
+			size = r.ContentLength + 1 // +1: room to read the end
 		}
-		buf := bytes.NewBuffer(make([]byte, 0, size))
-		if _, err := buf.ReadFrom(r.Body); err != nil {
+		body, err := readWhole(r.Body, size)
+		if err == nil {
+			err = checkUTF8(body)
+		}
+		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if err := checkUTF8(buf.Bytes()); err != nil {
-			writeError(w, err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readWhole reads r to its end into a buffer of capacity size to begin with.
+func readWhole(r io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // guardedBody tracks whether the body was read to its end, lifts the read

@@ -33,7 +33,13 @@ func invalid(param, format string, args ...any) error {
 // Errors the handlers return; toAPIError gives them their status.
 var (
 	errLoading      = errors.New("the model is still loading")
-	errUnauthorized = errors.New("invalid or missing API key: send it as 'Authorization: Bearer KEY'")
+	errUnauthorized = errors.New("invalid or missing API key: send it as 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'")
+)
+
+// Seconds a client is told to wait (Retry-After) before trying again.
+const (
+	retryBusy    = "1" // all slots and the queue are taken
+	retryLoading = "5" // the model is loading
 )
 
 // unknownModel is a request for a model this server does not serve.
@@ -51,6 +57,7 @@ func toAPIError(err error) *apiError {
 		syntax  *json.SyntaxError
 		typ     *json.UnmarshalTypeError
 		tooBig  *http.MaxBytesError
+		readErr *bodyReadError
 		prompt  *decode.PromptError
 		unknown unknownModel
 	)
@@ -63,6 +70,13 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
 			Message: "the request body did not arrive in time"}
+	case errors.As(err, &readErr):
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "bad_request_body",
+			Message: readErr.Error()}
+	case errors.Is(err, io.EOF):
+		// json.Decoder found no value: the body is empty or blank.
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "empty_body",
+			Message: "the request body is empty: it must be a JSON object"}
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Message: "malformed JSON in the request body: " + err.Error()}
@@ -98,6 +112,9 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "timeout",
 			Message: "the request took longer than the server's time limit"}
+	case errors.Is(err, decode.ErrInternal):
+		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error",
+			Message: err.Error()}
 	case errors.Is(err, context.Canceled):
 		// The client is gone; the status is for the log only.
 		return &apiError{Status: 499, Type: "server_error", Code: "cancelled", Message: "the request was cancelled"}
@@ -134,6 +151,12 @@ func writeError(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
 	if st := statsOf(w); st != nil {
 		st.err = e.Message
+	}
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", retryBusy)
+	case e.Code == "model_loading":
+		w.Header().Set("Retry-After", retryLoading)
 	}
 	writeJSON(w, e.Status, errorBody{Error: e})
 }

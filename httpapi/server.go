@@ -6,10 +6,7 @@
 package httpapi
 
 import (
-	"crypto/subtle"
-	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +40,7 @@ type Model struct {
 // Config configures a Server.
 type Config struct {
 	ModelName    string         // the served model's id, known before it loads
-	APIKey       string         // when set, every route but /health needs 'Authorization: Bearer APIKey'
+	APIKey       string         // when set, every route but /health needs 'Authorization: Bearer APIKey' or 'X-Api-Key: APIKey'
 	CORSOrigins  []string       // origins allowed to call from a browser ("*" for any); none: no CORS headers
 	MaxBodyBytes int64          // largest request body; 0: 4 MiB
 	Timeout      time.Duration  // longest a generation request may run; 0: no limit
@@ -56,6 +53,7 @@ type Server struct {
 	cfg     Config
 	model   atomic.Pointer[Model] // nil while loading
 	metrics httpMetrics
+	conns   atomic.Int64 // connections open through Listener
 	router  chi.Router
 }
 
@@ -69,13 +67,16 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, metrics: newHTTPMetrics()}
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.cors)
-	r.Get("/health", s.health)
+	// The order matters: a panic anywhere ends in a 500; every body is
+	// bounded, on every route; a preflight needs no key; the key is
+	// checked before the routes, so 404 and 405 need it too.
+	r.Use(s.recoverPanics, s.guardBody, s.logRequests, s.cors, s.auth)
+	r.Get("/health", s.healthRetry)
+	r.Get("/metrics", s.serveMetrics)
+	r.Get("/v1/models", s.models)
+	r.Get("/v1/models/*", s.modelInfo)
 	r.Group(func(r chi.Router) {
-		r.Use(s.auth, s.limitBody)
-		r.Get("/metrics", s.serveMetrics)
-		r.Get("/v1/models", s.models)
-		r.Get("/v1/models/*", s.modelInfo)
+		r.Use(s.readBody)
 		r.Post("/v1/completions", s.completions)
 		r.Post("/v1/chat/completions", s.chatCompletions)
 		r.Post("/tokenize", s.tokenize)
@@ -93,6 +94,14 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// healthRetry is health, with the time to retry while the model loads.
+func (s *Server) healthRetry(w http.ResponseWriter, r *http.Request) {
+	if s.model.Load() == nil {
+		w.Header().Set("Retry-After", retryLoading)
+	}
+	s.health(w, r)
+}
+
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
@@ -106,87 +115,4 @@ func (s *Server) loaded() (*Model, error) {
 		return nil, errLoading
 	}
 	return m, nil
-}
-
-// auth checks the Bearer key when one is configured.
-func (s *Server) auth(next http.Handler) http.Handler {
-	if s.cfg.APIKey == "" {
-		return next
-	}
-	want := []byte("Bearer " + s.cfg.APIKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			writeError(w, errUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// limitBody caps the request body's size and the time its bytes may take
-// to arrive. The read deadline is lifted as soon as the body has been read,
-// so it never touches a response stream (net/http cancels a request's
-// context when a read deadline passes).
-func (s *Server) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts the connection's read deadline once the body has
-// been read to its end. After any other error the deadline stays, so the
-// server's own attempt to drain an unread body cannot hang either.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool // the deadline has been lifted
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
-}
-
-// cors adds CORS headers for allowed origins and answers preflights.
-func (s *Server) cors(next http.Handler) http.Handler {
-	if len(s.cfg.CORSOrigins) == 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		if origin != "" && s.originAllowed(origin) {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
-				h.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) originAllowed(origin string) bool {
-	for _, o := range s.cfg.CORSOrigins {
-		if o == "*" || strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	return false
 }

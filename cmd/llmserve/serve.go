@@ -141,15 +141,9 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No ReadTimeout or WriteTimeout: once passed, net/http cancels the
-		// request's context, which would cut streams that outlive them.
-		IdleTimeout: 2 * time.Minute,
-	}
+	srv := api.HTTPServer()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Str("model", o.model).Msg("listening; loading the model")
 
 	sigs, stopSigs := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -351,8 +351,11 @@ func overContext() class {
 	c.add("batch with one long", post("/v1/completions", completion(`"prompt":["a","`+strings.Repeat("story ", 500)+`"]`)), clientError)
 	c.add("many messages", post("/v1/chat/completions", `{"messages":[`+strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"tell me"},`, 300), ",")+`]}`), clientError)
 	c.add("long system", post("/v1/chat/completions", `{"messages":[{"role":"system","content":"`+strings.Repeat("rules ", 1000)+`"},{"role":"user","content":"a"}]}`), clientError)
-	c.add("max_tokens over the context", post("/v1/completions", completion(`"max_tokens":100000`)), clientError)
-	c.add("chat max_tokens over the context", post("/v1/chat/completions", chat(`"max_completion_tokens":100000`)), clientError)
+	// max_tokens past the context is cut to it (llama-server does the
+	// same); past 2^30 it is refused.
+	c.add("max_tokens over the context", post("/v1/completions", completion(`"max_tokens":100000`)), handled)
+	c.add("max_tokens past 2^30", post("/v1/completions", completion(`"max_tokens":1073741825`)), clientError)
+	c.add("chat max_tokens past 2^30", post("/v1/chat/completions", chat(`"max_completion_tokens":2000000000`)), clientError)
 	return c
 }
 
@@ -388,7 +391,7 @@ func llamaFields() class {
 	// No max_tokens here: it would take precedence over n_predict.
 	body := func(f string) string { return withFields(`{"prompt":"Once upon a time","temperature":0`, f) }
 	for _, f := range []string{
-		`"n_predict":"x"`, `"n_predict":-5`, `"n_predict":1e400`, `"n_predict":100000`, `"typical_p":"x"`, `"typical_p":5`,
+		`"n_predict":"x"`, `"n_predict":-5`, `"n_predict":1e400`, `"n_predict":2000000000`, `"typical_p":"x"`, `"typical_p":5`,
 		`"mirostat":7`, `"mirostat":"x"`, `"mirostat_tau":-1`, `"n_probs":1000000000`, `"n_probs":-1`,
 		`"samplers":5`, `"samplers":["nonsense"]`, `"grammar":5`, `"json_schema":"x"`, `"cache_prompt":"yes"`,
 		`"top_n_sigma":"x"`, `"xtc_probability":5`, `"dry_multiplier":-1`, `"dry_sequence_breakers":5`,

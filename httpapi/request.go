@@ -51,10 +51,16 @@ func (g *genParams) includeUsage() bool {
 	return g.StreamOptions != nil && g.StreamOptions.IncludeUsage
 }
 
-// modelNamer is a generation request body: it names the model it wants.
-type modelNamer interface{ modelName() string }
+// modelNamer is a generation request body: it names the model it wants
+// and takes the server's default max_tokens before it is decoded.
+type modelNamer interface {
+	modelName() string
+	presetMaxTokens(n int)
+}
 
 func (g *genParams) modelName() string { return g.Model }
+
+func (g *genParams) presetMaxTokens(n int) { g.MaxTokens = &n }
 
 // parseGen is the start of every generation handler: the loaded model, the
 // decoded body, and a check that the body asks for that model.
@@ -62,6 +68,9 @@ func (s *Server) parseGen(r *http.Request, body modelNamer) (*Model, error) {
 	m, err := s.loaded()
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.MaxTokens > 0 {
+		body.presetMaxTokens(s.cfg.MaxTokens) // the body's max_tokens, when set, replaces it
 	}
 	if err := decodeBody(r, body); err != nil {
 		return nil, err

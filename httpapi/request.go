@@ -52,15 +52,13 @@ func (g *genParams) includeUsage() bool {
 }
 
 // modelNamer is a generation request body: it names the model it wants
-// and takes the server's default max_tokens before it is decoded.
+// and takes the server's defaults before it is decoded (defaults.go).
 type modelNamer interface {
 	modelName() string
-	presetMaxTokens(n int)
+	preset(d GenDefaults)
 }
 
 func (g *genParams) modelName() string { return g.Model }
-
-func (g *genParams) presetMaxTokens(n int) { g.MaxTokens = &n }
 
 // parseGen is the start of every generation handler: the loaded model, the
 // decoded body, and a check that the body asks for that model.
@@ -69,9 +67,7 @@ func (s *Server) parseGen(r *http.Request, body modelNamer) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.MaxTokens > 0 {
-		body.presetMaxTokens(s.cfg.MaxTokens) // the body's max_tokens, when set, replaces it
-	}
+	body.preset(s.cfg.Defaults) // what the body sets replaces them
 	if err := decodeBody(r, body); err != nil {
 		return nil, err
 	}

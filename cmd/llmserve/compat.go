@@ -50,7 +50,7 @@ func compatFlags() []compatFlag {
 				if err != nil || n < -1 || n == 0 {
 					return fmt.Errorf("value %q: want a token count of at least 1, or -1", v)
 				}
-				o.maxTokens = max(n, 0)
+				o.defaults.MaxTokens = max(n, 0)
 				return nil
 			}},
 		{names: "chat-template-file", arg: "FILE", usage: "Jinja chat template file to use instead of the model's",
@@ -99,14 +99,46 @@ func compatFlags() []compatFlag {
 			apply: func(o *serveOptions, _ string) error { o.verbose = true; return nil }},
 		{names: "props", usage: "refused: llmserve has no /props endpoint",
 			refuse: "llmserve has no /props endpoint; GET /v1/models and /metrics describe the server, and generation settings go in each request"},
-		{names: "seed,s", arg: "N", usage: "refused: pass \"seed\" in each request",
-			refuse: "llmserve has no server-wide seed; pass \"seed\" in each request (without one, every request draws a random seed)"},
-		{names: "temp", arg: "T", usage: "refused: pass \"temperature\" in each request (default 0.8)",
-			refuse: "llmserve has no server-wide temperature; pass \"temperature\" in each request (default 0.8)"},
-		{names: "top-k", arg: "N", usage: "refused: pass \"top_k\" in each request (default 40)",
-			refuse: "llmserve has no server-wide top-k; pass \"top_k\" in each request (default 40)"},
-		{names: "top-p", arg: "P", usage: "refused: pass \"top_p\" in each request (default 0.95)",
-			refuse: "llmserve has no server-wide top-p; pass \"top_p\" in each request (default 0.95)"},
+		{names: "seed,s", arg: "N", usage: "seed of requests that do not set \"seed\" (-1 or unset: a random seed per request)",
+			apply: func(o *serveOptions, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < -1 {
+					return fmt.Errorf("value %q: want a seed of 0 or more, or -1", v)
+				}
+				if n >= 0 {
+					o.defaults.Seed = &n
+				}
+				return nil
+			}},
+		{names: "temp", arg: "T", usage: "temperature of requests that do not set it (default 0.8)",
+			apply: func(o *serveOptions, v string) error {
+				f, err := strconv.ParseFloat(v, 32)
+				if err != nil || f < 0 || f > 100 {
+					return fmt.Errorf("value %q: want a temperature from 0 to 100", v)
+				}
+				t := float32(f)
+				o.defaults.Temperature = &t
+				return nil
+			}},
+		{names: "top-k", arg: "N", usage: "top_k of requests that do not set it (default 40; 0: off)",
+			apply: func(o *serveOptions, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return fmt.Errorf("value %q: want 0 (off) or more", v)
+				}
+				o.defaults.TopK = &n
+				return nil
+			}},
+		{names: "top-p", arg: "P", usage: "top_p of requests that do not set it (default 0.95)",
+			apply: func(o *serveOptions, v string) error {
+				f, err := strconv.ParseFloat(v, 32)
+				if err != nil || f < 0 || f > 1 {
+					return fmt.Errorf("value %q: want a probability from 0 to 1", v)
+				}
+				p := float32(f)
+				o.defaults.TopP = &p
+				return nil
+			}},
 		{names: "hf-repo,hf", arg: "REPO", usage: "refused: download the GGUF file and pass --model",
 			refuse: "llmserve does not download models; download the GGUF file and pass --model file.gguf"},
 		{names: "embeddings,embedding", usage: "refused: llmserve serves generation only",

@@ -50,13 +50,13 @@ type serveOptions struct {
 	chatTemplate string // a built-in format's name, or Jinja source
 
 	// llama-server flags (compat.go)
-	chatTemplateFile string   // Jinja chat template file
-	maxTokens        int      // default max_tokens (-n); 0: until the context is full
-	ubatch           int      // --ubatch-size; 0: unset
-	logDisable       bool     // --log-disable: no log lines
-	verbose          bool     // -v: debug-level log lines
-	notes            []string // one line each about accepted flags that change nothing
-	refused          []string // flags used that llmserve refuses, with what to use instead
+	chatTemplateFile string              // Jinja chat template file
+	defaults         httpapi.GenDefaults // of requests that leave them out (-n, --temp, --top-k, --top-p, -s)
+	ubatch           int                 // --ubatch-size; 0: unset
+	logDisable       bool                // --log-disable: no log lines
+	verbose          bool                // -v: debug-level log lines
+	notes            []string            // one line each about accepted flags that change nothing
+	refused          []string            // flags used that llmserve refuses, with what to use instead
 }
 
 func serveFlags(o *serveOptions) *flag.FlagSet {
@@ -158,7 +158,7 @@ func serveCmd(args []string) error {
 	}
 	api := httpapi.New(httpapi.Config{
 		ModelName: o.alias, APIKey: o.apiKey, CORSOrigins: origins,
-		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log, MaxTokens: o.maxTokens,
+		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log, Defaults: o.defaults,
 	})
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 	ln, err := net.Listen("tcp", addr)

@@ -229,14 +229,15 @@ func TestQueueOverflow(t *testing.T) {
 	}
 }
 
-// TestDefaultMaxTokens checks -n: requests without max_tokens stop there.
-func TestDefaultMaxTokens(t *testing.T) {
-	s := startServer(t, "-n", "5")
+// TestRequestDefaults checks -n and --temp: requests that leave out
+// max_tokens or temperature get the server's.
+func TestRequestDefaults(t *testing.T) {
+	s := startServer(t, "-n", "16", "--temp", "0")
 	tests := []struct {
 		body map[string]any
 		want int
 	}{
-		{map[string]any{"prompt": "Once", "ignore_eos": true}, 5},
+		{map[string]any{"prompt": "Once", "ignore_eos": true}, 16},
 		{map[string]any{"prompt": "Once", "ignore_eos": true, "max_tokens": 9}, 9},
 	}
 	for _, tt := range tests {
@@ -244,5 +245,10 @@ func TestDefaultMaxTokens(t *testing.T) {
 		if r.err != nil || r.chunks != tt.want {
 			t.Errorf("%v: %d chunks (%v), want %d", tt.body, r.chunks, r.err, tt.want)
 		}
+	}
+	greedy := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "ignore_eos": true, "temperature": 0}, nil)
+	byDefault := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "ignore_eos": true}, nil)
+	if greedy.err != nil || greedy.text == "" || byDefault.text != greedy.text {
+		t.Errorf("--temp 0: %q without a temperature, %q with 0 (%v)", byDefault.text, greedy.text, greedy.err)
 	}
 }

@@ -175,6 +175,7 @@ type streamResult struct {
 	status   int           // HTTP status; 0: no response
 	err      error         // transport error, or the stream ending before [DONE]
 	chunks   int           // chunks with text
+	text     string        // the text of the chunks
 	done     bool          // [DONE] arrived
 	errEvent bool          // an error event arrived
 	ttft     time.Duration // to the first chunk with text
@@ -239,6 +240,7 @@ func stream(ctx context.Context, url string, body map[string]any, onChunk func(n
 			if r.chunks == 0 {
 				r.ttft = time.Since(start)
 			}
+			r.text += c.Choices[0].Text
 			r.chunks++
 			if onChunk != nil && !onChunk(r.chunks) {
 				return r

@@ -144,6 +144,55 @@ func compatFlags() []compatFlag {
 		{names: "embeddings,embedding", usage: "refused: llmserve serves generation only",
 			refuse: "llmserve has no embeddings endpoint; it serves /v1/completions and /v1/chat/completions"},
 		{names: "no-warmup", usage: "accepted: llmserve does not run a warm-up step", note: "--no-warmup: llmserve does not run a warm-up step"},
+		{names: "api-key-file", arg: "FILE", usage: "read the API key from the file's first line (one key only)",
+			apply: func(o *serveOptions, v string) error { o.apiKeyFile = v; return nil }},
+		{names: "log-file", arg: "FILE", usage: "append the log lines to FILE instead of stderr",
+			apply: func(o *serveOptions, v string) error { o.logFile = v; return nil }},
+		{names: "no-context-shift", usage: "always on: generation stops when the context is full",
+			note: "--no-context-shift: llmserve never shifts the context; generation stops when it is full"},
+		{names: "context-shift", usage: "refused: llmserve does not shift the context",
+			refuse: "llmserve does not shift the context: generation stops when it is full; give a larger -c (context per slot) instead"},
+		{names: "cache-reuse", arg: "N", usage: "accepted: llmserve does not reuse cached chunks across requests",
+			note: "--cache-reuse: llmserve does not reuse cached chunks across requests; the flag changes nothing"},
+		{names: "reasoning-format", arg: "FORMAT", usage: "accepted: reasoning text stays in the message content (like none)",
+			note: "--reasoning-format: llmserve leaves reasoning text in the message content, as llama-server's none does"},
+		{names: "split-mode,sm", arg: "MODE", usage: "accepted: llmserve runs on one GPU",
+			note: "--split-mode: llmserve runs on one GPU; the flag changes nothing"},
+		{names: "main-gpu,mg", arg: "N", usage: "0 only: llmserve runs on the first GPU",
+			apply: func(o *serveOptions, v string) error {
+				if v != "0" {
+					return fmt.Errorf("value %q: llmserve runs on GPU 0; pick another with CUDA_VISIBLE_DEVICES", v)
+				}
+				return nil
+			}},
+		{names: "tensor-split,ts", arg: "SPLIT", usage: "refused: llmserve runs on one GPU",
+			refuse: "llmserve runs the whole model on one GPU; leave the flag out (CUDA_VISIBLE_DEVICES picks the GPU)"},
+		{names: "threads-http", arg: "N", usage: "accepted: llmserve serves HTTP from goroutines",
+			note: "--threads-http: llmserve serves every connection from its own goroutine; the flag changes nothing"},
+		{names: "numa", arg: "MODE", usage: "accepted: llmserve does not place threads by NUMA node",
+			note: "--numa: llmserve does not place threads by NUMA node; the flag changes nothing"},
+		{names: "no-kv-offload,nkvo", usage: "accepted: the KV cache lives with the engine (device memory on the GPU)",
+			note: "--no-kv-offload: llmserve keeps the KV cache where the engine runs; the flag changes nothing"},
+		{names: "log-colors,log-timestamps,log-prefix", usage: "accepted: llmserve's log lines are JSON (with colour on a terminal)",
+			note: "--log-colors/--log-timestamps/--log-prefix: llmserve's log lines are JSON with timestamps, coloured on a terminal"},
+		{names: "verbosity,lv,log-verbosity", arg: "N", usage: "log at debug level when N > 3 (llama.cpp's debug level)",
+			apply: func(o *serveOptions, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return fmt.Errorf("value %q: want a number", v)
+				}
+				o.verbose = o.verbose || n > 3
+				return nil
+			}},
+		{names: "slots", usage: "refused: llmserve has no /slots endpoint",
+			refuse: "llmserve has no /slots endpoint; GET /metrics reports busy slots and the queue"},
+		{names: "no-slots", usage: "always on: llmserve has no /slots endpoint", note: "--no-slots: llmserve has no /slots endpoint"},
+		{names: "lora,lora-scaled,model-draft,md,mmproj,grammar,json-schema", arg: "VALUE", usage: "refused: not supported by llmserve",
+			refuse: "llmserve does not support this (LoRA adapters, draft models, multimodal projectors and grammars); leave it out"},
+		{names: "rope-scaling,rope-scale,rope-freq-base,rope-freq-scale,yarn-orig-ctx,yarn-ext-factor", arg: "VALUE", usage: "refused: llmserve uses the model's RoPE settings",
+			refuse: "llmserve takes RoPE settings from the model's GGUF metadata; leave the flag out"},
+		{names: "ssl-key-file,ssl-cert-file", arg: "FILE", usage: "refused: llmserve serves plain HTTP",
+			refuse: "llmserve serves plain HTTP; put a TLS-terminating proxy in front of it"},
 	}
 }
 

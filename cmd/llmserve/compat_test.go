@@ -56,6 +56,10 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 		{[]string{"-m", "x", "-v"}, func(o serveOptions) bool { return o.verbose }},
 		{[]string{"-m", "x", "-a", "tiny", "-to", "30"}, func(o serveOptions) bool { return o.alias == "tiny" && o.timeout.Seconds() == 30 }},
 		{[]string{"-m", "x", "--metrics=false"}, func(o serveOptions) bool { return len(o.notes) == 0 }},
+		{[]string{"-m", "x", "--no-context-shift", "--cache-reuse", "256", "--reasoning-format", "deepseek", "-sm", "layer",
+			"--threads-http", "4", "--numa", "distribute", "-nkvo", "--log-colors", "--no-slots"}, func(o serveOptions) bool { return len(o.notes) == 9 }},
+		{[]string{"-m", "x", "-mg", "0", "-lv", "4"}, func(o serveOptions) bool { return o.verbose && len(o.refused) == 0 }},
+		{[]string{"-m", "x", "--log-file", "/tmp/x.log"}, func(o serveOptions) bool { return o.logFile == "/tmp/x.log" }},
 	}
 	for _, tt := range tests {
 		o, err := parseServe(tt.args, io.Discard)
@@ -89,6 +93,14 @@ func TestLlamaServerFlagsRefused(t *testing.T) {
 		{[]string{"-m", "x", "-n", "0"}, "-1"},
 		{[]string{"-m", "x", "-ub", "zero"}, "positive"},
 		{[]string{"-m", "x", "--chat-template", "chatml", "--chat-template-file", "f.jinja"}, "not both"},
+		{[]string{"-m", "x", "--context-shift"}, "-c"},
+		{[]string{"-m", "x", "-mg", "1"}, "CUDA_VISIBLE_DEVICES"},
+		{[]string{"-m", "x", "-ts", "3,1"}, "one GPU"},
+		{[]string{"-m", "x", "--slots"}, "/metrics"},
+		{[]string{"-m", "x", "--lora", "a.gguf"}, "LoRA"},
+		{[]string{"-m", "x", "--rope-freq-base", "10000"}, "GGUF"},
+		{[]string{"-m", "x", "--ssl-key-file", "k.pem"}, "TLS"},
+		{[]string{"-m", "x", "--api-key", "a", "--api-key-file", "f"}, "not both"},
 	}
 	for _, tt := range tests {
 		_, err := parseServe(tt.args, io.Discard)
@@ -127,6 +139,55 @@ func TestAPIKeyNeverPrinted(t *testing.T) {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		t.Errorf("help")
+	}
+}
+
+func TestAPIKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content string
+		want          string // the key; "": an error
+	}{
+		{"one key", "\n  sk-one  \n\n", "sk-one"},
+		{"two keys", "sk-one\nsk-two\n", ""},
+		{"empty", "\n", ""},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+		if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o, err := parseServe([]string{"-m", "x", "--api-key-file", path}, io.Discard)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("%s: accepted, key %q", tt.name, o.apiKey)
+		case tt.want == "" && strings.Contains(err.Error(), "sk-"):
+			t.Errorf("%s: the error quotes a key: %v", tt.name, err)
+		case tt.want != "" && (err != nil || o.apiKey != tt.want):
+			t.Errorf("%s: key %q, %v; want %q", tt.name, o.apiKey, err, tt.want)
+		}
+	}
+	if _, err := parseServe([]string{"-m", "x", "--api-key-file", filepath.Join(dir, "none")}, io.Discard); err == nil {
+		t.Errorf("a missing key file: accepted")
+	}
+}
+
+func TestLogFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "serve.log")
+	o, err := parseServe([]string{"-m", "x", "--log-file", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, closeLog, err := serveLogger(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info().Msg("hello")
+	log.Debug().Msg("hidden")
+	closeLog()
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(data), "hello") || strings.Contains(string(data), "hidden") {
+		t.Errorf("log file %q (%v): want the info line only", data, err)
 	}
 }
 

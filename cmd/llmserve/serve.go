@@ -53,6 +53,8 @@ type serveOptions struct {
 	chatTemplateFile string              // Jinja chat template file
 	defaults         httpapi.GenDefaults // of requests that leave them out (-n, --temp, --top-k, --top-p, -s)
 	ubatch           int                 // --ubatch-size; 0: unset
+	apiKeyFile       string              // --api-key-file: the key's file
+	logFile          string              // --log-file: where log lines go instead of stderr
 	logDisable       bool                // --log-disable: no log lines
 	verbose          bool                // -v: debug-level log lines
 	notes            []string            // one line each about accepted flags that change nothing
@@ -143,7 +145,11 @@ func serveCmd(args []string) error {
 	if o.parallel < 1 || o.queue < 0 || o.batch < 1 {
 		return fmt.Errorf("serve: --parallel %d, --batch-size %d and --queue %d must be positive", o.parallel, o.batch, o.queue)
 	}
-	log := serveLogger(&o)
+	log, closeLog, err := serveLogger(&o)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer closeLog()
 	for _, n := range o.notes {
 		log.Info().Msg(n)
 	}

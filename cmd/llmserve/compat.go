@@ -246,7 +246,7 @@ func (c *compatValue) Set(v string) error {
 // addCompatFlags registers compatFlags on fs.
 func addCompatFlags(fs *flag.FlagSet, o *serveOptions) {
 	for _, f := range compatFlags() {
-		usage := "llama-server's: " + f.usage
+		usage := "(llama-server) " + f.usage
 		if f.arg != "" {
 			usage += " (takes `" + f.arg + "`)"
 		}

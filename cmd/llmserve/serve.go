@@ -76,7 +76,7 @@ let running ones finish (up to --shutdown-timeout) and end open streams cleanly.
 Other commands (each with --help): llmserve generate, tokenize, inspect, synth, bench,
 bench-serve.
 
-llama-server's flags are taken too: those marked "llama-server's" below either work,
+llama-server's flags are taken too: those marked "(llama-server)" below either work,
 log a line saying llmserve needs no such flag, or stop with what to use instead.
 
 Flags (one or two dashes):

@@ -6,7 +6,7 @@ MODEL   ?=
 PORT    ?= 8080
 SHARED  ?= ../shared
 
-.PHONY: build test test-short run bench-cpu bench-http fuzz vet clean check-cuda e2e
+.PHONY: build test test-short run bench-cpu bench-http bench-serve fuzz vet clean check-cuda e2e fault
 
 build:
 	$(GO) build -o $(BIN) ./cmd/llmserve
@@ -48,6 +48,18 @@ check-cuda:
 # bench-http compares streamed tokens/s through HTTP with the engine's own.
 bench-http:
 	scripts/bench-http.sh
+
+# fault builds the binary and drives it under load and faults on
+# ../shared/models/stories260K.gguf (also part of make test).
+fault:
+	$(GO) test -count=1 -v ./test/fault
+
+# bench-serve loads a running OpenAI-compatible server at URL (ARGS: more
+# bench-serve flags, e.g. ARGS="-c 64 -r 8 --ignore-eos").
+URL     ?= http://127.0.0.1:$(PORT)
+ARGS    ?=
+bench-serve: build
+	$(BIN) bench-serve --url $(URL) $(ARGS)
 
 # e2e serves ../shared/models/stories260K.gguf and drives it with curl and the
 # official openai npm client (also part of make test).

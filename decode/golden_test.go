@@ -86,8 +86,7 @@ func forwardAll(t testing.TB, e Engine, tokens []int32, seq int32) []float32 {
 // ../shared/golden (dir), named after the model.
 func forEachGolden(t *testing.T, fn func(t *testing.T, dir, name string)) {
 	dir := shared.Path(t, "golden")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-	for _, p := range files {
+	for _, p := range shared.Glob(t, "golden/*.gguf") {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
 		t.Run(name, func(t *testing.T) { fn(t, dir, name) })
 	}
@@ -124,7 +123,7 @@ func TestGoldenGreedy(t *testing.T) {
 	for _, name := range []string{"tiny-llama-F32", "tiny-llama-F16", "tiny-llama-tied-F32", "tiny-qwen2-F32"} {
 		t.Run(name, func(t *testing.T) {
 			if want[name] == nil {
-				t.Skipf("no greedy sequence for %s in greedy.txt", name)
+				t.Fatalf("no greedy sequence for %s in greedy.txt", name)
 			}
 			e := openEngine(t, "golden/"+name+".gguf", CPUOptions{Context: 64})
 			got := greedy(t, e, goldenTokens, len(want[name]))

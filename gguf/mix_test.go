@@ -13,13 +13,8 @@ import (
 // from the tensors of its F32 source and compares them with the types
 // llama.cpp's quantizer chose.
 func TestMixMatchesLlamaCpp(t *testing.T) {
-	dir := filepath.Dir(shared.Path(t, "golden/tiny-llama-F32.gguf"))
-	paths, err := filepath.Glob(filepath.Join(dir, "tiny-*.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, p := range paths {
+	for _, p := range shared.Glob(t, "golden/tiny-*.gguf") {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
 		rest := strings.TrimPrefix(name, "tiny-")
 		arch, mix, _ := strings.Cut(rest, "-")

@@ -62,6 +62,8 @@ type genParams struct {
 	Tools          json.RawMessage `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	Functions      json.RawMessage `json:"functions"`
+
+	defaultMax int // the server's max_tokens for requests that send none (-n); 0: the context
 }
 
 // includeUsage reports whether a stream should end with a usage chunk.
@@ -78,8 +80,12 @@ func (g *genParams) choices() int {
 	return *g.N
 }
 
-// modelNamer is a generation request body: it names the model it wants.
-type modelNamer interface{ modelName() string }
+// modelNamer is a generation request body: it names the model it wants
+// and takes the server's defaults before it is decoded (defaults.go).
+type modelNamer interface {
+	modelName() string
+	preset(d GenDefaults)
+}
 
 func (g *genParams) modelName() string { return g.Model }
 
@@ -90,6 +96,7 @@ func (s *Server) parseGen(r *http.Request, body modelNamer) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	body.preset(s.cfg.Defaults) // what the body sets replaces them
 	if err := decodeBody(r, body); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,8 @@ func (g *genParams) maxTokens(ctx int) (int, error) {
 		if *v == -1 {
 			return 0, nil // llama.cpp: until the context is full
 		}
+	case g.defaultMax > 0:
+		return min(g.defaultMax, ctx), nil
 	default:
 		return 0, nil
 	}

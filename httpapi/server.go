@@ -45,6 +45,7 @@ type Config struct {
 	MaxBodyBytes int64          // largest request body; 0: 4 MiB
 	Timeout      time.Duration  // longest a generation request may run; 0: no limit
 	BodyTimeout  time.Duration  // longest a client may take to send a request body; 0: 30 s
+	Defaults     GenDefaults    // generation parameters of requests that do not set them
 	Logger       zerolog.Logger // one line per request
 }
 

@@ -38,9 +38,7 @@ func TestLoadStories(t *testing.T) {
 }
 
 func TestLoadGolden(t *testing.T) {
-	dir := shared.Path(t, "golden")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-	for _, p := range files {
+	for _, p := range shared.Glob(t, "golden/*.gguf") {
 		name := filepath.Base(p)
 		t.Run(name, func(t *testing.T) {
 			m := load(t, "golden/"+name)

@@ -35,7 +35,8 @@ for bin in .gpu/*.test; do
 	log="$LOGDIR/$name.log"
 	dir=$(echo "$name" | tr _ /)
 	[ -d "$dir" ] || dir=.
-	( cd "$dir" && "$OLDPWD/$bin" -test.v -test.count=1 "$@" ) > "$log" 2>&1
+	# A GPU is here, so a device that does not open is a failure, not a skip.
+	( cd "$dir" && LLMSERVE_CUDA_REQUIRED=1 "$OLDPWD/$bin" -test.v -test.count=1 "$@" ) > "$log" 2>&1
 	rc=$?
 	p=$(grep -c -- '--- PASS' "$log")
 	f=$(grep -c -- '--- FAIL' "$log")

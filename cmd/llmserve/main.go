@@ -11,12 +11,13 @@ import (
 // instead of exiting so that main alone decides the exit status.
 func commands() map[string]func(args []string) error {
 	return map[string]func(args []string) error{
-		"serve":    serveCmd,
-		"generate": generateCmd,
-		"tokenize": tokenizeCmd,
-		"inspect":  inspectCmd,
-		"synth":    runSynth,
-		"bench":    benchCmd,
+		"serve":       serveCmd,
+		"generate":    generateCmd,
+		"tokenize":    tokenizeCmd,
+		"inspect":     inspectCmd,
+		"synth":       runSynth,
+		"bench":       benchCmd,
+		"bench-serve": benchServeCmd,
 	}
 }
 

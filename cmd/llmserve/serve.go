@@ -47,7 +47,18 @@ type serveOptions struct {
 	shutdown     time.Duration
 	queue        int
 	maxBody      int64
-	chatTemplate string
+	chatTemplate string // a built-in format's name, or Jinja source
+
+	// llama-server flags (compat.go)
+	chatTemplateFile string              // Jinja chat template file
+	defaults         httpapi.GenDefaults // of requests that leave them out (-n, --temp, --top-k, --top-p, -s)
+	ubatch           int                 // --ubatch-size; 0: unset
+	apiKeyFile       string              // --api-key-file: the key's file
+	logFile          string              // --log-file: where log lines go instead of stderr
+	logDisable       bool                // --log-disable: no log lines
+	verbose          bool                // -v: debug-level log lines
+	notes            []string            // one line each about accepted flags that change nothing
+	refused          []string            // flags used that llmserve refuses, with what to use instead
 }
 
 func serveFlags(o *serveOptions) *flag.FlagSet {
@@ -62,7 +73,11 @@ Serves a GGUF model over an OpenAI-style HTTP API:
 The HTTP port opens before the model has loaded. SIGINT/SIGTERM stop accepting requests,
 let running ones finish (up to --shutdown-timeout) and end open streams cleanly.
 
-Other commands (each with --help): llmserve generate, tokenize, inspect, synth, bench.
+Other commands (each with --help): llmserve generate, tokenize, inspect, synth, bench,
+bench-serve.
+
+llama-server's flags are taken too: those marked "(llama-server)" below either work,
+log a line saying llmserve needs no such flag, or stop with what to use instead.
 
 Flags (one or two dashes):
 `)
@@ -79,7 +94,7 @@ Flags (one or two dashes):
 		}
 	}
 	str(&o.model, "model,m", "", "GGUF model `file` to serve (required)")
-	str(&o.alias, "alias", "", "model `name` clients use in \"model\" (default: the file name without .gguf)")
+	str(&o.alias, "alias,a", "", "model `name` clients use in \"model\" (default: the file name without .gguf)")
 	str(&o.host, "host", "127.0.0.1", "`address` to listen on")
 	num(&o.port, "port", 8080, "TCP `port` to listen on")
 	num(&o.ctxSize, "ctx-size,c", 0, "context `tokens` per request slot (0: the model's trained context, at most 4096)")
@@ -92,21 +107,26 @@ Flags (one or two dashes):
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, overlapUsage)
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
-	str(&o.apiKey, "api-key", os.Getenv("LLMSERVE_API_KEY"), "require 'Authorization: Bearer `KEY`' on every route but /health (default $LLMSERVE_API_KEY)")
+	// The default comes from the environment after parsing, so that neither
+	// --help nor a flag error prints the key.
+	str(&o.apiKey, "api-key", "", "require 'Authorization: Bearer `KEY`' on every route but /health (when not given: $LLMSERVE_API_KEY)")
 	str(&o.cors, "cors-origin", "", "comma-separated `origins` allowed to call from a browser (\"*\": any)")
 	o.timeout, o.shutdown = 10*time.Minute, 30*time.Second
-	fs.Func("timeout", "longest time one generation request may run, in seconds or as a Go duration (0: no limit; default 10m)", durationFlag(&o.timeout))
+	for _, n := range []string{"timeout", "to"} {
+		fs.Func(n, "longest time one generation request may run, in seconds or as a Go duration (0: no limit; default 10m)", durationFlag(&o.timeout))
+	}
 	fs.Func("shutdown-timeout", "how long shutdown waits for running requests, in seconds or as a Go duration (default 30s)", durationFlag(&o.shutdown))
 	num(&o.queue, "queue", 64, "requests that may wait for a free slot; more get 429")
 	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
-	str(&o.chatTemplate, "chat-template", "", "chat format to use instead of the model's: chatml, llama3 or llama2")
+	str(&o.chatTemplate, "chat-template", "", "chat template to use instead of the model's: a built-in `format` ("+strings.Join(chat.FallbackNames(), ", ")+") or Jinja source (text with {% or {{)")
+	addCompatFlags(fs, o)
 	return fs
 }
 
 func serveCmd(args []string) error {
 	var o serveOptions
 	fs := serveFlags(&o)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinOptionalValues(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -115,6 +135,9 @@ func serveCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
+	if err := o.finish(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if o.model == "" {
 		fs.Usage()
 		return errors.New("serve needs --model model.gguf")
@@ -122,7 +145,14 @@ func serveCmd(args []string) error {
 	if o.parallel < 1 || o.queue < 0 || o.batch < 1 {
 		return fmt.Errorf("serve: --parallel %d, --batch-size %d and --queue %d must be positive", o.parallel, o.batch, o.queue)
 	}
-	log := httpapi.NewLogger(os.Stderr)
+	log, closeLog, err := serveLogger(&o)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer closeLog()
+	for _, n := range o.notes {
+		log.Info().Msg(n)
+	}
 	if o.alias == "" {
 		o.alias = strings.TrimSuffix(filepath.Base(o.model), ".gguf")
 	}
@@ -134,7 +164,7 @@ func serveCmd(args []string) error {
 	}
 	api := httpapi.New(httpapi.Config{
 		ModelName: o.alias, APIKey: o.apiKey, CORSOrigins: origins,
-		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log,
+		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log, Defaults: o.defaults,
 	})
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 	ln, err := net.Listen("tcp", addr)
@@ -288,9 +318,17 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	return &loadedModel{file: f, engine: eng, sched: sched, tok: tok, chat: tmpl}, nil
 }
 
-// chatTemplate picks the chat template: the named fallback, else the
-// model's own, else the fallback that looks like the model's, else chatml.
+// chatTemplate picks the chat template: the flag's Jinja source or named
+// fallback, else the model's own, else the fallback that looks like the
+// model's, else chatml.
 func chatTemplate(name, src string, log zerolog.Logger) (*chat.Template, error) {
+	if isJinja(name) {
+		t, err := chat.New(name)
+		if err != nil {
+			return nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		return t, nil
+	}
 	if name != "" {
 		return chat.Fallback(name)
 	}

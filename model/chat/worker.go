@@ -1,0 +1,113 @@
+package chat
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// workerEnv marks a process started as a template worker.
+const workerEnv = "LLMSERVE_CHAT_WORKER"
+
+// RunWorker serves template renders on stdin and stdout when this process
+// was started as a worker of a Renderer, and returns the exit code and
+// true once its parent closes stdin; otherwise it returns at once with
+// false. Call it first in main and in the TestMain of every package whose
+// tests render through a Renderer:
+//
+//	if code, ok := chat.RunWorker(); ok {
+//		os.Exit(code)
+//	}
+func RunWorker() (code int, isWorker bool) {
+	if os.Getenv(workerEnv) != "1" {
+		return 0, false
+	}
+	if err := serveWorker(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chat worker:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// serveWorker reads a hello, applies its bounds to this process, then
+// renders each request. It returns nil when in ends.
+func serveWorker(in io.Reader, out io.Writer) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
+	w := bufio.NewWriterSize(out, 64<<10)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	send := func(r reply) error {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+
+	var h hello
+	if err := dec.Decode(&h); err != nil {
+		return fmt.Errorf("read hello: %w", err)
+	}
+	lim := Limits{MaxOutput: h.MaxOutput, MaxRange: h.MaxRange, MaxMemory: h.MaxMemory, MaxStack: h.MaxStack}.withDefaults()
+	tmpl, err := New(h.Source)
+	if err != nil {
+		return send(reply{Err: failf(ErrTemplate, "%v", err)})
+	}
+	if err := confine(lim); err != nil {
+		return send(reply{Err: failf(ErrWorker, "%v", err)})
+	}
+	if err := send(reply{Out: "ready"}); err != nil {
+		return err
+	}
+	for {
+		var req request
+		if err := dec.Decode(&req); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		out, rerr := tmpl.render(req.Messages, req.options(), lim)
+		if err := send(reply{Out: out, Err: rerr}); err != nil {
+			return err
+		}
+	}
+}
+
+// confine bounds this process: the goroutine stack (a recursive template
+// ends in a stack overflow, which kills only the worker), and the address
+// space beyond what the process maps now.
+func confine(lim Limits) error {
+	debug.SetMaxStack(lim.MaxStack)
+	debug.SetMemoryLimit(lim.MaxMemory / 2)
+	mapped, err := mappedBytes()
+	if err != nil {
+		return err
+	}
+	as := uint64(mapped) + uint64(lim.MaxMemory)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+		return fmt.Errorf("limit address space: %w", err)
+	}
+	return nil
+}
+
+// mappedBytes returns the size of this process's address space.
+func mappedBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, fmt.Errorf("read address space size: %w", err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("read address space size: empty /proc/self/statm")
+	}
+	pages, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read address space size: %w", err)
+	}
+	return pages * int64(os.Getpagesize()), nil
+}

@@ -40,6 +40,9 @@ func (st *renderState) raise(args []jinja.Value, _ map[string]jinja.Value) (jinj
 	msg := "raise_exception called"
 	if len(args) > 0 {
 		msg = args[0].String()
+		if args[0].IsString() {
+			msg = args[0].AsString()
+		}
 	}
 	st.raised, st.raisedSet = msg, true
 	return jinja.Undefined(), errors.New(msg)

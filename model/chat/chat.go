@@ -1,4 +1,42 @@
-// Package chat renders chat prompts from a model's tokenizer.chat_template.
+// Package chat renders chat prompts from a model's tokenizer.chat_template
+// or from a built-in format, within bounds.
+//
+// The API, as a server uses it:
+//
+//	tmpl, err := chat.Resolve(flagOrFileContents) // a built-in name (chat.Names) or Jinja source
+//	tmpl, err := chat.New(ggufTemplate)           // Jinja source; chat.Detect names a fallback when it fails
+//	r, err := chat.NewRenderer(tmpl, chat.Limits{}) // once per model; r.Close() at shutdown
+//	prompt, err := r.Render(ctx, msgs, chat.Options{AddGenerationPrompt: true, ...})
+//
+// main (and the TestMain of a package whose tests use a Renderer) must
+// begin with
+//
+//	if code, ok := chat.RunWorker(); ok {
+//		os.Exit(code)
+//	}
+//
+// A chat template is code that comes with a model file. A Renderer runs a
+// Jinja template in a pool of worker processes (this executable re-run
+// with LLMSERVE_CHAT_WORKER=1, talking JSON over stdin and stdout), each
+// with a small goroutine stack and a cap on its address space; the parent
+// kills a worker when the render outlives Limits.Timeout or the request's
+// context, and starts a fresh one on demand. So a template that recurses
+// without end, allocates without end or loops too long fails that request
+// only. In every render, in process too, range() is bounded (Limits.
+// MaxRange items per render, counted before any list is built) and so is
+// the prompt's size (Limits.MaxOutput). Built-in formats are Go code and
+// render in process. Template.Render renders in process, for trusted
+// templates and tests.
+//
+// Every render error is a *RenderError; its Kind says who is at fault, for
+// the HTTP status:
+//
+//	ErrRejected  the template's raise_exception: the conversation does not suit it (400)
+//	ErrInput     messages or options the template cannot take, e.g. bad tool-call JSON (400)
+//	ErrTemplate  the template failed on its own (500)
+//	ErrLimit     a bound was passed; Bound names it: time, output, range, memory, recursion (500)
+//	ErrWorker    a worker could not start or died otherwise (500)
+//	ErrCanceled  the request's context ended; errors.Is(err, context.Canceled) holds
 //
 // Templates are Jinja, executed the way Hugging Face transformers'
 // apply_chat_template executes them (trim_blocks and lstrip_blocks on, tojson
@@ -12,7 +50,8 @@
 //	add_generation_prompt  Options.AddGenerationPrompt
 //	bos_token, eos_token   Options.BOSToken, Options.EOSToken
 //	tools                  Options.Tools (undefined when nil)
-//	raise_exception(msg)   fails the render with msg
+//	raise_exception(msg)   fails the render with msg (ErrRejected)
+//	range(...)             Python's range, on integers, bounded by Limits.MaxRange
 //	strftime_now(format)   the current time (Options.Now) in Python strftime format
 //
 // plus every entry of Options.Vars (enable_thinking and the like). A template
@@ -71,7 +110,8 @@ type Options struct {
 	// of the same name.
 	Vars map[string]any
 
-	// Now is the clock strftime_now reads; nil means time.Now.
+	// Now is the clock strftime_now reads; nil means time.Now. Through
+	// a Renderer's worker it is read once per render.
 	Now func() time.Time
 }
 

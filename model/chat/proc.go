@@ -19,6 +19,7 @@ const startTimeout = 10 * time.Second
 type worker struct {
 	cmd     *exec.Cmd
 	stdin   *os.File      // requests to the worker
+	wmu     sync.Mutex    // guards enc: a write may outlast its reply
 	enc     *json.Encoder // writes to stdin
 	replies chan reply    // replies read from stdout; closed when it ends
 	stderr  *tail         // the end of what the worker wrote to stderr
@@ -62,7 +63,7 @@ func startWorker(ctx context.Context, exe string, h hello) (*worker, error) {
 		close(w.waited)
 	}()
 
-	go w.enc.Encode(h) // the worker reads it before anything else
+	go w.send(h) // the worker reads it before anything else
 	rep, err := w.await(ctx, startTimeout)
 	switch {
 	case err != nil:
@@ -92,9 +93,16 @@ func (w *worker) read(out *os.File) {
 	}
 }
 
+// send writes one value to the worker.
+func (w *worker) send(v any) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.enc.Encode(v)
+}
+
 // render sends req and waits for the reply at most timeout.
 func (w *worker) render(ctx context.Context, timeout time.Duration, req *request) (reply, error) {
-	go w.enc.Encode(req) // fails only when the worker is gone, which await sees
+	go w.send(req) // fails only when the worker is gone, which await sees
 	return w.await(ctx, timeout)
 }
 
@@ -126,7 +134,8 @@ func (w *worker) death() *RenderError {
 	case strings.Contains(msg, "stack overflow") || strings.Contains(msg, "stack exceeds"):
 		return limitf(BoundRecursion, "the template recursed too deep")
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
-		strings.Contains(msg, "failed to create new OS thread"):
+		strings.Contains(msg, "failed to create new OS thread") || strings.Contains(msg, "address space") ||
+		strings.Contains(msg, "runtime.(*mheap).sysAlloc"):
 		return limitf(BoundMemory, "the template needed too much memory")
 	}
 	last := strings.TrimSpace(msg)

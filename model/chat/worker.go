@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // workerEnv marks a process started as a template worker.
@@ -28,11 +29,24 @@ func RunWorker() (code int, isWorker bool) {
 	if os.Getenv(workerEnv) != "1" {
 		return 0, false
 	}
+	go exitWithParent(os.Getppid())
 	if err := serveWorker(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "chat worker:", err)
 		return 1, true
 	}
 	return 0, true
+}
+
+// exitWithParent ends this worker once its parent is gone, even in the
+// middle of a render that would never end: a parent that died cannot kill
+// it.
+func exitWithParent(ppid int) {
+	for {
+		time.Sleep(time.Second)
+		if os.Getppid() != ppid {
+			os.Exit(2)
+		}
+	}
 }
 
 // serveWorker reads a hello, applies its bounds to this process, then

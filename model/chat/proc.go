@@ -65,7 +65,10 @@ func startWorker(ctx context.Context, exe string, h hello) (*worker, error) {
 
 	go w.send(h) // the worker reads it before anything else
 	rep, err := w.await(ctx, startTimeout)
+	var re *RenderError
 	switch {
+	case errors.As(err, &re) && re.Kind == ErrWorker:
+		return nil, fmt.Errorf("%s exited before it was ready (does main call chat.RunWorker first?): %w", exe, err)
 	case err != nil:
 		return nil, err
 	case rep.Err != nil:

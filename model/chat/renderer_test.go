@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +168,22 @@ func TestRendererClose(t *testing.T) {
 		t.Errorf("render after Close: %v, want ErrWorker", err)
 	}
 	r.Close()
+}
+
+// An executable that is not a worker fails at start with a hint.
+func TestStartWorkerNotAWorker(t *testing.T) {
+	for _, exe := range []string{"/bin/true", "/bin/cat"} {
+		if _, err := os.Stat(exe); err != nil {
+			t.Skipf("no %s", exe)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		w, err := startWorker(ctx, exe, hello{Source: "x"})
+		cancel()
+		if err == nil {
+			w.kill()
+			t.Errorf("%s started as a worker", exe)
+		} else if !strings.Contains(err.Error(), "RunWorker") {
+			t.Errorf("%s: error %q does not point at RunWorker", exe, err)
+		}
+	}
 }

@@ -38,6 +38,8 @@
 //	ErrWorker    a worker could not start or died otherwise (500)
 //	ErrCanceled  the request's context ended; errors.Is(err, context.Canceled) holds
 //
+// RenderError.ClientFault tells the first two apart from the rest.
+//
 // Templates are Jinja, executed the way Hugging Face transformers'
 // apply_chat_template executes them (trim_blocks and lstrip_blocks on, tojson
 // without ASCII escaping), so a prompt rendered here is the exact string the

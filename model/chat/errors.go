@@ -70,6 +70,10 @@ func (e *RenderError) Error() string {
 
 func (e *RenderError) Unwrap() error { return e.Err }
 
+// ClientFault reports whether the request caused the failure (ErrRejected,
+// ErrInput: HTTP 400) rather than the template or a bound (HTTP 500).
+func (e *RenderError) ClientFault() bool { return e.Kind == ErrRejected || e.Kind == ErrInput }
+
 // failf returns a RenderError of kind k.
 func failf(k ErrorKind, format string, args ...any) *RenderError {
 	return &RenderError{Kind: k, Msg: fmt.Sprintf(format, args...)}

@@ -66,6 +66,10 @@ func TestRendererBounds(t *testing.T) {
 			if kind != tc.kind || bound != tc.bound {
 				t.Fatalf("error = %v (kind %v, bound %q), want kind %v, bound %q", err, kind, bound, tc.kind, tc.bound)
 			}
+			var re *RenderError
+			if errors.As(err, &re) && re.ClientFault() != (tc.kind == ErrRejected) {
+				t.Errorf("ClientFault() = %v for kind %v", re.ClientFault(), tc.kind)
+			}
 			if tc.kind == ErrLimit && !strings.Contains(err.Error(), tc.bound+" limit") {
 				t.Errorf("error %q does not name the %s bound", err, tc.bound)
 			}

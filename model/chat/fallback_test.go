@@ -148,8 +148,12 @@ func TestDetect(t *testing.T) {
 		{"{{ messages[0].content }}", ""},
 	}
 	for _, tc := range tests {
-		if got := Detect(tc.src); got != tc.want {
+		got := Detect(tc.src)
+		if got != tc.want {
 			t.Errorf("Detect(%q) = %q, want %q", tc.src, got, tc.want)
+		}
+		if _, err := Fallback(got); got != "" && err != nil {
+			t.Errorf("Detect(%q) = %q, not a built-in: %v", tc.src, got, err)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +69,32 @@ func TestRangeLen(t *testing.T) {
 		if got := rangeLen(tc.start, tc.stop, tc.step); got != tc.want {
 			t.Errorf("rangeLen(%d, %d, %d) = %d, want %d", tc.start, tc.stop, tc.step, got, tc.want)
 		}
+	}
+}
+
+// Deeply nested JSON from a client is refused before a template walks it.
+func TestDeepJSONRefused(t *testing.T) {
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	tmpl, err := New("{{ tools | tojson }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{
+		{Tools: json.RawMessage(deep)},
+		{Vars: map[string]any{"x": json.RawMessage(deep)}},
+	} {
+		_, err := tmpl.Render(nil, opts)
+		var re *RenderError
+		if !errors.As(err, &re) || re.Kind != ErrInput || !strings.Contains(err.Error(), "nested deeper") {
+			t.Errorf("error = %v, want ErrInput about nesting", err)
+		}
+	}
+	msgs := []Message{{Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: `{"a":` + deep + `}`}}}}
+	if _, err := tmpl.Render(msgs, Options{}); err == nil || !strings.Contains(err.Error(), "nested deeper") {
+		t.Errorf("deep tool-call arguments: error = %v", err)
+	}
+	ok := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+	if got, err := tmpl.Render(nil, Options{Tools: json.RawMessage(ok)}); err != nil || got != ok {
+		t.Errorf("100 levels: %q, %v", got, err)
 	}
 }

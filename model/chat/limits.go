@@ -21,7 +21,8 @@ type Limits struct {
 	MaxRange int
 
 	// MaxMemory is how much address space a worker process may map
-	// beyond what it holds at start, in bytes (default 512 MiB).
+	// beyond what it holds at start, in bytes (default 512 MiB). Only
+	// Linux enforces it; elsewhere the render time bounds memory too.
 	MaxMemory int64
 
 	// MaxStack is the largest goroutine stack of a worker process, in

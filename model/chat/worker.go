@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -93,35 +90,10 @@ func serveWorker(in io.Reader, out io.Writer) error {
 }
 
 // confine bounds this process: the goroutine stack (a recursive template
-// ends in a stack overflow, which kills only the worker), and the address
-// space beyond what the process maps now.
+// ends in a stack overflow, which kills only the worker), the heap the
+// collector aims for, and, where the system allows, the address space.
 func confine(lim Limits) error {
 	debug.SetMaxStack(lim.MaxStack)
 	debug.SetMemoryLimit(lim.MaxMemory / 2)
-	mapped, err := mappedBytes()
-	if err != nil {
-		return err
-	}
-	as := uint64(mapped) + uint64(lim.MaxMemory)
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
-		return fmt.Errorf("limit address space: %w", err)
-	}
-	return nil
-}
-
-// mappedBytes returns the size of this process's address space.
-func mappedBytes() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, fmt.Errorf("read address space size: %w", err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, fmt.Errorf("read address space size: empty /proc/self/statm")
-	}
-	pages, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("read address space size: %w", err)
-	}
-	return pages * int64(os.Getpagesize()), nil
+	return limitAddressSpace(lim.MaxMemory)
 }

@@ -22,11 +22,15 @@
 // kills a worker when the render outlives Limits.Timeout or the request's
 // context, and starts a fresh one on demand. So a template that recurses
 // without end, allocates without end or loops too long fails that request
-// only. In every render, in process too, range() is bounded (Limits.
-// MaxRange items per render, counted before any list is built) and so is
-// the prompt's size (Limits.MaxOutput). Built-in formats are Go code and
-// render in process. Template.Render renders in process, for trusted
-// templates and tests.
+// only. In every render, in process too, range() is bounded
+// (Limits.MaxRange items per render, counted before any list is built) and
+// so is the prompt's size (Limits.MaxOutput). Template.Render renders in
+// process, for trusted templates and tests.
+//
+// The built-in formats (Names: chatml, llama2, llama3, mistral-v7, gemma,
+// phi3, deepseek3, zephyr, vicuna, ...) are Go code that writes exactly
+// what llama.cpp's llm_chat_apply_template writes under the same name,
+// leaving BOS to the tokenizer; they render in process.
 //
 // Every render error is a *RenderError; its Kind says who is at fault, for
 // the HTTP status:

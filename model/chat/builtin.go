@@ -19,6 +19,7 @@ var builtins = map[string]func([]Message, bool) string{
 	"llama2-sys":        llama2Format(true, false, false),
 	"llama2-sys-bos":    llama2Format(true, true, false),
 	"llama2-sys-strip":  llama2Format(true, false, true),
+	"mistral":           llama2Format(false, false, false), // llama.cpp detects the name as llama2
 	"mistral-v1":        mistralFormat(" ", " ", false),
 	"mistral-v3":        mistralFormat("", " ", true),
 	"mistral-v3-tekken": mistralFormat("", "", false),

@@ -20,6 +20,7 @@ func TestBuiltinFormats(t *testing.T) {
 		{"llama2-sys", "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello. </s>[INST] 2+2? [/INST]"},
 		{"llama2-sys-bos", "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello. </s><s>[INST] 2+2? [/INST]"},
 		{"llama2-sys-strip", "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello.</s>[INST] 2+2? [/INST]"},
+		{"mistral", "[INST] Be brief.\nHi [/INST] Hello. </s>[INST] 2+2? [/INST]"},
 		{"mistral-v1", " [INST] Be brief.\n\nHi [/INST]  Hello. </s> [INST] 2+2? [/INST]"},
 		{"mistral-v3", "[INST] Be brief.\n\nHi[/INST] Hello.</s>[INST] 2+2?[/INST]"},
 		{"mistral-v3-tekken", "[INST]Be brief.\n\nHi[/INST] Hello. </s>[INST]2+2?[/INST]"},

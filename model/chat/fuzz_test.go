@@ -37,7 +37,7 @@ func jsonQuote(s string) string {
 }
 
 // FuzzSharedTemplates renders random conversations through the model
-// authors' templates: every render either succeeds within the bounds or
+// authors' templates and the built-in formats: every render either succeeds within the bounds or
 // fails with a *RenderError the template caused, never a panic or a bound.
 func FuzzSharedTemplates(f *testing.F) {
 	srcs := sharedTemplates(f)
@@ -53,6 +53,13 @@ func FuzzSharedTemplates(f *testing.F) {
 			f.Fatalf("%s: %v", n, err)
 		}
 		tmpls[i] = t
+	}
+	for _, n := range Names() {
+		t, err := Fallback(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		names, tmpls = append(names, n), append(tmpls, t)
 	}
 	f.Add([]byte{0, 1, 2, 1}, "Be brief.|Hi|Hello.|2+2?", true)
 	f.Add([]byte{1, 2 | 0x80, 3, 2}, "Weather?|x|{\"t\": 1}|Done", false)

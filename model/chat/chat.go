@@ -1,4 +1,48 @@
-// Package chat renders chat prompts from a model's tokenizer.chat_template.
+// Package chat renders chat prompts from a model's tokenizer.chat_template
+// or from a built-in format, within bounds.
+//
+// The API, as a server uses it:
+//
+//	tmpl, err := chat.Resolve(flagOrFileContents) // a built-in name (chat.Names) or Jinja source
+//	tmpl, err := chat.New(ggufTemplate)           // Jinja source; chat.Detect names a fallback when it fails
+//	r, err := chat.NewRenderer(tmpl, chat.Limits{}) // once per model; r.Close() at shutdown
+//	prompt, err := r.Render(ctx, msgs, chat.Options{AddGenerationPrompt: true, ...})
+//
+// main (and the TestMain of a package whose tests use a Renderer) must
+// begin with
+//
+//	if code, ok := chat.RunWorker(); ok {
+//		os.Exit(code)
+//	}
+//
+// A chat template is code that comes with a model file. A Renderer runs a
+// Jinja template in a pool of worker processes (this executable re-run
+// with LLMSERVE_CHAT_WORKER=1, talking JSON over stdin and stdout), each
+// with a small goroutine stack and a cap on its address space; the parent
+// kills a worker when the render outlives Limits.Timeout or the request's
+// context, and starts a fresh one on demand. So a template that recurses
+// without end, allocates without end or loops too long fails that request
+// only. In every render, in process too, range() is bounded
+// (Limits.MaxRange items per render, counted before any list is built) and
+// so is the prompt's size (Limits.MaxOutput). Template.Render renders in
+// process, for trusted templates and tests.
+//
+// The built-in formats (Names: chatml, llama2, llama3, mistral-v7, gemma,
+// phi3, deepseek3, zephyr, vicuna, ...) are Go code that writes exactly
+// what llama.cpp's llm_chat_apply_template writes under the same name,
+// leaving BOS to the tokenizer; they render in process.
+//
+// Every render error is a *RenderError; its Kind says who is at fault, for
+// the HTTP status:
+//
+//	ErrRejected  the template's raise_exception: the conversation does not suit it (400)
+//	ErrInput     messages or options the template cannot take, e.g. bad tool-call JSON (400)
+//	ErrTemplate  the template failed on its own (500)
+//	ErrLimit     a bound was passed; Bound names it: time, output, range, memory, recursion (500)
+//	ErrWorker    a worker could not start or died otherwise (500)
+//	ErrCanceled  the request's context ended; errors.Is(err, context.Canceled) holds
+//
+// RenderError.ClientFault tells the first two apart from the rest.
 //
 // Templates are Jinja, executed the way Hugging Face transformers'
 // apply_chat_template executes them (trim_blocks and lstrip_blocks on, tojson
@@ -12,7 +56,8 @@
 //	add_generation_prompt  Options.AddGenerationPrompt
 //	bos_token, eos_token   Options.BOSToken, Options.EOSToken
 //	tools                  Options.Tools (undefined when nil)
-//	raise_exception(msg)   fails the render with msg
+//	raise_exception(msg)   fails the render with msg (ErrRejected)
+//	range(...)             Python's range, on integers, bounded by Limits.MaxRange
 //	strftime_now(format)   the current time (Options.Now) in Python strftime format
 //
 // plus every entry of Options.Vars (enable_thinking and the like). A template
@@ -71,14 +116,17 @@ type Options struct {
 	// of the same name.
 	Vars map[string]any
 
-	// Now is the clock strftime_now reads; nil means time.Now.
+	// Now is the clock strftime_now reads; nil means time.Now. Through
+	// a Renderer's worker it is read once per render.
 	Now func() time.Time
 }
 
-// Template is a compiled chat template. It holds no mutable state.
+// Template is a compiled chat template: Jinja source, or one of the
+// built-in formats. It holds no mutable state.
 type Template struct {
-	src  string
-	tmpl *jinja.Template
+	src     string
+	tmpl    *jinja.Template // nil for a built-in format
+	builtin *builtin        // nil for Jinja source
 }
 
 // New compiles a chat template.
@@ -102,32 +150,89 @@ func New(src string) (*Template, error) {
 	return &Template{src: src, tmpl: t}, nil
 }
 
-// Source returns the template text New compiled.
+// Source returns the template text New compiled, or the name of a
+// built-in format.
 func (t *Template) Source() string { return t.src }
 
-// Render formats msgs into a prompt.
-func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
-	// Templates come with model files; the engine panics on some inputs
-	// ('a' * -1), which must fail this request, not the server.
+// Builtin returns the name of the built-in format t is, or "" for a
+// Jinja template.
+func (t *Template) Builtin() string {
+	if t.builtin == nil {
+		return ""
+	}
+	return t.builtin.name
+}
+
+// Render formats msgs into a prompt in this process, with the default
+// range and output limits (time, memory and recursion are not bounded
+// here: use a Renderer for templates from model files). Errors are
+// *RenderError.
+func (t *Template) Render(msgs []Message, opts Options) (string, error) {
+	out, rerr := t.render(msgs, opts, Limits{}.withDefaults())
+	if rerr != nil {
+		return "", rerr
+	}
+	return out, nil
+}
+
+// render runs the template in this goroutine within lim's range and
+// output bounds.
+func (t *Template) render(msgs []Message, opts Options, lim Limits) (out string, rerr *RenderError) {
+	if t.builtin != nil {
+		out = t.builtin.format(msgs, opts.AddGenerationPrompt)
+	} else {
+		st := &renderState{rangeLimit: lim.MaxRange, rangeLeft: lim.MaxRange}
+		vars, rerr := templateVars(msgs, opts, st)
+		if rerr != nil {
+			return "", rerr
+		}
+		if out, rerr = t.exec(vars, st); rerr != nil {
+			return "", rerr
+		}
+	}
+	if len(out) > lim.MaxOutput {
+		return "", limitf(BoundOutput, "the prompt has %d bytes, more than %d", len(out), lim.MaxOutput)
+	}
+	return out, nil
+}
+
+// exec runs the compiled Jinja template and classifies its failure.
+func (t *Template) exec(vars map[string]jinja.Value, st *renderState) (out string, rerr *RenderError) {
+	// The engine panics on some inputs ('a' * -1), which must fail this
+	// request, not the server.
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat: render: template engine failed: %v", r)
+			out, rerr = "", failf(ErrTemplate, "template engine failed: %v", r)
 		}
 	}()
+	out, err := t.tmpl.RenderValues(vars)
+	switch {
+	case err == nil:
+		return out, nil
+	case st.rangeOver:
+		return "", limitf(BoundRange, "range() calls of one render may produce %d items in all", st.rangeLimit)
+	case st.raisedSet:
+		return "", failf(ErrRejected, "%s", st.raised)
+	}
+	return "", &RenderError{Kind: ErrTemplate, Msg: err.Error(), Err: err}
+}
+
+// templateVars builds the variables a template sees (see the package
+// comment).
+func templateVars(msgs []Message, opts Options, st *renderState) (map[string]jinja.Value, *RenderError) {
 	vars := make(map[string]jinja.Value, len(opts.Vars)+8)
 	for k, v := range opts.Vars {
 		val, err := goValue(v)
 		if err != nil {
-			return "", fmt.Errorf("chat: variable %q: %w", k, err)
+			return nil, failf(ErrInput, "variable %q: %v", k, err)
 		}
 		vars[k] = val
 	}
-
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
 		v, err := messageValue(m)
 		if err != nil {
-			return "", fmt.Errorf("chat: message %d: %w", i, err)
+			return nil, failf(ErrInput, "message %d: %v", i, err)
 		}
 		list[i] = v
 	}
@@ -138,7 +243,7 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 	if opts.Tools != nil {
 		tools, err := jsonValue(opts.Tools)
 		if err != nil {
-			return "", fmt.Errorf("chat: tools: %w", err)
+			return nil, failf(ErrInput, "tools: %v", err)
 		}
 		vars["tools"] = tools
 	}
@@ -146,18 +251,10 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 	if now == nil {
 		now = time.Now
 	}
-	vars["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) != 1 || !args[0].IsString() {
-			return jinja.Undefined(), errors.New("strftime_now: want one format string")
-		}
-		return jinja.NewString(strftime(now(), args[0].AsString())), nil
-	})
-
-	out, err = t.tmpl.RenderValues(vars)
-	if err != nil {
-		return "", fmt.Errorf("chat: render: %w", err)
+	for k, v := range st.globals(now) {
+		vars[k] = v
 	}
-	return out, nil
+	return vars, nil
 }
 
 // messageValue builds the dict a template sees for m. Optional fields are

@@ -2,98 +2,125 @@ package chat
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// fallbackSource returns the Jinja source of the built-in template name.
-// The built-in templates serve models whose GGUF carries no chat template
-// (or one that does not compile). Each writes the format its family was
-// trained on:
-//
-//	chatml  <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
-//	llama3  {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|> ...
-//	llama2  {bos}[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} {eos}{bos}[INST] ...
-//
-// Llama 2 has no separate generation prompt: a prompt ending in [/INST]
-// already asks for the assistant's turn.
-func fallbackSource(name string) (string, bool) {
-	switch name {
-	case "chatml":
-		return `
-{%- for message in messages -%}
-    {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-    {{- '<|im_start|>assistant\n' -}}
-{%- endif -%}`, true
-
-	case "llama3":
-		return `
-{{- bos_token -}}
-{%- for message in messages -%}
-    {{- '<|start_header_id|>' + message.role + '<|end_header_id|>\n\n' + message.content | trim + '<|eot_id|>' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
-{%- endif -%}`, true
-
-	case "llama2":
-		return `
-{%- if messages and messages[0].role == 'system' -%}
-    {%- set system = messages[0].content | trim -%}
-    {%- set turns = messages[1:] -%}
-{%- else -%}
-    {%- set system = '' -%}
-    {%- set turns = messages -%}
-{%- endif -%}
-{%- for message in turns -%}
-    {%- if (message.role == 'user') != (loop.index0 % 2 == 0) -%}
-        {{- raise_exception('llama2 template: after an optional system message, roles must alternate user/assistant') -}}
-    {%- endif -%}
-    {%- if message.role == 'user' -%}
-        {%- set content = message.content | trim -%}
-        {%- if loop.first and system -%}
-            {%- set content = '<<SYS>>\n' + system + '\n<</SYS>>\n\n' + content -%}
-        {%- endif -%}
-        {{- bos_token + '[INST] ' + content + ' [/INST]' -}}
-    {%- else -%}
-        {{- ' ' + message.content | trim + ' ' + eos_token -}}
-    {%- endif -%}
-{%- endfor -%}`, true
+// Resolve turns the value of --chat-template, or the contents of
+// --chat-template-file, into a template: the name of a built-in format
+// (see Names; surrounding whitespace ignored) or Jinja source.
+func Resolve(value string) (*Template, error) {
+	name := strings.TrimSpace(value)
+	if _, ok := builtins[name]; ok {
+		return Fallback(name)
 	}
-	return "", false
+	if !strings.Contains(value, "{{") && !strings.Contains(value, "{%") {
+		if len(name) > 40 {
+			name = name[:40] + "..."
+		}
+		return nil, fmt.Errorf("chat: unknown chat template %q: want Jinja source or one of %s", name, strings.Join(Names(), ", "))
+	}
+	return New(value)
 }
 
-// Fallback returns the built-in template called name: "chatml", "llama3"
-// or "llama2".
+// Fallback returns the built-in format called name (see Names).
 func Fallback(name string) (*Template, error) {
-	src, ok := fallbackSource(name)
+	f, ok := builtins[name]
 	if !ok {
-		return nil, fmt.Errorf("chat: unknown fallback template %q (have %s)", name, strings.Join(FallbackNames(), ", "))
+		return nil, fmt.Errorf("chat: unknown built-in template %q (have %s)", name, strings.Join(Names(), ", "))
 	}
-	t, err := New(src)
-	if err != nil {
-		return nil, fmt.Errorf("chat: fallback %q: %w", name, err)
-	}
-	return t, nil
+	return &Template{src: name, builtin: &builtin{name: name, format: f}}, nil
 }
 
-// FallbackNames lists the built-in templates.
-func FallbackNames() []string { return []string{"chatml", "llama2", "llama3"} }
+// Names lists the built-in formats, sorted.
+func Names() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
 
-// Detect guesses the prompt format of a template from the special tokens it
-// writes and returns the name of the matching fallback, or "" when it
-// cannot tell. It lets a server keep a model usable whose own template
-// fails to compile. Mistral's [INST] format is reported as "llama2", its
-// closest relative.
+// FallbackNames is Names.
+func FallbackNames() []string { return Names() }
+
+// Detect guesses the built-in format a Jinja template writes from the
+// tokens in its source, with llama.cpp's rules (llm_chat_detect_template),
+// and returns its name, or "" when it cannot tell. It lets a server keep a
+// model usable whose own template fails to compile.
 func Detect(src string) string {
+	has := func(s string) bool { return strings.Contains(src, s) }
 	switch {
-	case strings.Contains(src, "<|im_start|>"):
+	case has("<|im_start|>"):
+		if has("<|im_sep|>") {
+			return "phi4"
+		}
+		if has("<end_of_utterance>") {
+			return "" // SmolVLM: not chatml
+		}
 		return "chatml"
-	case strings.Contains(src, "<|start_header_id|>"):
+	case strings.HasPrefix(src, "mistral") || has("[INST]"):
+		return detectINST(has)
+	case has("<|assistant|>") && has("<|end|>"):
+		return "phi3"
+	case has("[gMASK]<sop>"):
+		return ""
+	case has("<|assistant|>") && has("<|user|>"):
+		if has("</s>") {
+			return "falcon3"
+		}
+		return ""
+	case has("<|user|>") && has("<|endoftext|>"):
+		return "zephyr"
+	case has("bos_token + message['role']"):
+		return "monarch"
+	case has("<start_of_turn>"):
+		return "gemma"
+	case has("GPT4 Correct "):
+		return "openchat"
+	case has("USER: ") && has("ASSISTANT: "):
+		if has("SYSTEM: ") {
+			return "vicuna-orca"
+		}
+		return "vicuna"
+	case has("### Instruction:") && has("<|EOT|>"):
+		return "deepseek"
+	case has("<|START_OF_TURN_TOKEN|>") && has("<|USER_TOKEN|>"):
+		return "command-r"
+	case has("<|start_header_id|>") && has("<|end_header_id|>"):
 		return "llama3"
-	case strings.Contains(src, "[INST]"):
-		return "llama2"
+	case has("'Assistant: ' + message['content'] + eos_token"):
+		return "deepseek2"
+	case has("<｜Assistant｜>") && has("<｜User｜>") && has("<｜end▁of▁sentence｜>"):
+		return "deepseek3"
+	case has("<|start_of_role|>"):
+		return "granite"
+	case has("<|header_start|>") && has("<|header_end|>"):
+		return "llama4"
 	}
 	return ""
+}
+
+// detectINST tells the Mistral and Llama 2 [INST] formats apart.
+func detectINST(has func(string) bool) string {
+	switch {
+	case has("[SYSTEM_PROMPT]"):
+		return "mistral-v7"
+	case has("' [INST] ' + system_message") || has("[AVAILABLE_TOOLS]"):
+		if has(" [INST]") {
+			return "mistral-v1"
+		}
+		if has(`"[INST]"`) {
+			return "mistral-v3-tekken"
+		}
+		return "mistral-v3"
+	case has("content.strip()"):
+		return "llama2-sys-strip"
+	case has("bos_token + '[INST]"):
+		return "llama2-sys-bos"
+	case has("<<SYS>>"):
+		return "llama2-sys"
+	}
+	return "llama2"
 }

@@ -16,7 +16,7 @@ import (
 func jsonValue(raw []byte) (jinja.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	v, err := decodeJSON(dec)
+	v, err := decodeJSON(dec, 0)
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("json: %w", err)
 	}
@@ -26,18 +26,25 @@ func jsonValue(raw []byte) (jinja.Value, error) {
 	return v, nil
 }
 
-func decodeJSON(dec *json.Decoder) (jinja.Value, error) {
+// maxJSONDepth bounds the nesting of arrays and objects jsonValue takes,
+// which bounds its recursion and that of templates walking the value.
+const maxJSONDepth = 200
+
+func decodeJSON(dec *json.Decoder, depth int) (jinja.Value, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	switch tok := tok.(type) {
 	case json.Delim:
+		if depth >= maxJSONDepth {
+			return jinja.Undefined(), fmt.Errorf("nested deeper than %d levels", maxJSONDepth)
+		}
 		switch tok {
 		case '[':
 			var items []jinja.Value
 			for dec.More() {
-				v, err := decodeJSON(dec)
+				v, err := decodeJSON(dec, depth+1)
 				if err != nil {
 					return jinja.Undefined(), err
 				}
@@ -52,7 +59,7 @@ func decodeJSON(dec *json.Decoder) (jinja.Value, error) {
 				if err != nil {
 					return jinja.Undefined(), err
 				}
-				v, err := decodeJSON(dec)
+				v, err := decodeJSON(dec, depth+1)
 				if err != nil {
 					return jinja.Undefined(), err
 				}

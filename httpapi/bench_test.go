@@ -246,7 +246,7 @@ func newBenchRig(b *testing.B, path string, streams int) *benchRig {
 		b.Fatal(err)
 	}
 	api := New(Config{ModelName: "bench", Logger: zerolog.Nop()})
-	api.SetModel(&Model{Name: "bench", Scheduler: sched, Tokenizer: tok, Chat: tmpl, Created: time.Now()})
+	api.SetModel(&Model{Name: "bench", Scheduler: sched, Tokenizer: tok, Chat: renderer(b, tmpl), Created: time.Now()})
 	srv := httptest.NewServer(api.Handler())
 	b.Cleanup(srv.Close)
 	transport := &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -200,9 +201,9 @@ func renderChat(ctx context.Context, m *Model, msgs []chat.Message) (string, err
 		return "", err
 	}
 	tok := m.Tokenizer
-	text, err := m.Chat.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: tok.TokenText(tok.BOS()), EOSToken: tok.TokenText(tok.EOS())})
+	text, err := m.Chat.Render(ctx, msgs, chat.Options{AddGenerationPrompt: true, BOSToken: tok.TokenText(tok.BOS()), EOSToken: tok.TokenText(tok.EOS())})
 	if err != nil {
-		return "", invalid("messages", "the chat template failed: %v", err)
+		return "", fmt.Errorf("chat template: %w", err) // toAPIError maps *chat.RenderError
 	}
 	return text, nil
 }

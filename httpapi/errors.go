@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"llmserve/decode"
+	"llmserve/model/chat"
 )
 
 // apiError is an error with its OpenAI-style HTTP form.
@@ -60,10 +61,19 @@ func toAPIError(err error) *apiError {
 		readErr *bodyReadError
 		prompt  *decode.PromptError
 		unknown unknownModel
+		render  *chat.RenderError
 	)
 	switch {
 	case errors.As(err, &api):
 		return api
+	case errors.As(err, &render) && render.ClientFault():
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "messages", Code: "chat_template_rejected",
+			Message: "the chat template refused the conversation: " + render.Msg}
+	case errors.As(err, &render) && render.Kind != chat.ErrCanceled:
+		// The template itself failed or passed a bound: the server's
+		// (its operator's) fault, not the client's.
+		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: "chat_template_error",
+			Message: render.Error()}
 	case errors.As(err, &tooBig):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", tooBig.Limit)}

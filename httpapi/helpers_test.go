@@ -71,7 +71,7 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	if !o.notLoaded {
-		api.SetModel(&Model{Name: "fake", Scheduler: sched, Tokenizer: fakeTokenizer{}, Chat: tmpl, Created: time.Unix(1700000000, 0)})
+		api.SetModel(&Model{Name: "fake", Scheduler: sched, Tokenizer: fakeTokenizer{}, Chat: renderer(t, tmpl), Created: time.Unix(1700000000, 0)})
 	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {

@@ -28,7 +28,7 @@ func TestHandlerPanicIs500(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.api.SetModel(&Model{Name: "fake", Scheduler: e.sched, Tokenizer: panicTokenizer{}, Chat: tmpl, Created: time.Unix(0, 0)})
+	e.api.SetModel(&Model{Name: "fake", Scheduler: e.sched, Tokenizer: panicTokenizer{}, Chat: renderer(t, tmpl), Created: time.Unix(0, 0)})
 	for range 2 {
 		code, body := e.do(t, "POST", "/tokenize", `{"content":"abc"}`)
 		if code != http.StatusInternalServerError {

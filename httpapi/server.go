@@ -33,7 +33,7 @@ type Model struct {
 	Name      string            // the id clients use in "model"
 	Scheduler *decode.Scheduler // runs the requests
 	Tokenizer Tokenizer
-	Chat      *chat.Template // renders chat messages into a prompt
+	Chat      *chat.Renderer // renders chat messages into a prompt, within bounds
 	Created   time.Time      // when the model was loaded
 }
 

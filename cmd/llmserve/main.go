@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"llmserve/model/chat"
 	"os"
 )
 
@@ -22,6 +23,11 @@ func commands() map[string]func(args []string) error {
 }
 
 func main() {
+	// The same executable renders chat templates in bounded worker
+	// processes (model/chat); a worker never reaches the commands.
+	if code, ok := chat.RunWorker(); ok {
+		os.Exit(code)
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "llmserve:", err)
 		os.Exit(1)

@@ -254,7 +254,7 @@ type loadedModel struct {
 	engine decode.Engine
 	sched  *decode.Scheduler
 	tok    *tokenizer.Tokenizer
-	chat   *chat.Template
+	chat   *chat.Renderer // the chat template, rendered within bounds
 }
 
 // loadModel opens the GGUF file and builds the engine, tokenizer, chat
@@ -274,6 +274,7 @@ func loadModel(o serveOptions, log zerolog.Logger) (*loadedModel, error) {
 
 // close releases the engine, then the mapping its weights may point into.
 func (lm *loadedModel) close() {
+	lm.chat.Close()
 	lm.engine.Close()
 	lm.file.Close()
 }
@@ -284,6 +285,12 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		return nil, err
 	}
 	tmpl, err := chatTemplate(o.chatTemplate, tok.ChatTemplate(), log)
+	if err != nil {
+		return nil, err
+	}
+	// Templates are code that came with a file: they run in worker
+	// processes with bounded time, memory, recursion and output.
+	renderer, err := chat.NewRenderer(tmpl, chat.Limits{})
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +309,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		Progress: loadProgress(),
 	}, func(s string) { log.Warn().Msg(s) })
 	if err != nil {
+		renderer.Close()
 		return nil, err
 	}
 	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
@@ -313,24 +321,22 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	})
 	if err != nil {
 		eng.Close()
+		renderer.Close()
 		return nil, err
 	}
-	return &loadedModel{file: f, engine: eng, sched: sched, tok: tok, chat: tmpl}, nil
+	return &loadedModel{file: f, engine: eng, sched: sched, tok: tok, chat: renderer}, nil
 }
 
 // chatTemplate picks the chat template: the flag's Jinja source or named
 // fallback, else the model's own, else the fallback that looks like the
 // model's, else chatml.
 func chatTemplate(name, src string, log zerolog.Logger) (*chat.Template, error) {
-	if isJinja(name) {
-		t, err := chat.New(name)
+	if name != "" {
+		t, err := chat.Resolve(name)
 		if err != nil {
 			return nil, fmt.Errorf("--chat-template: %w", err)
 		}
 		return t, nil
-	}
-	if name != "" {
-		return chat.Fallback(name)
 	}
 	if src != "" {
 		t, err := chat.New(src)

@@ -14,10 +14,6 @@ const Magic = "GGUF"
 // DefaultAlignment is the tensor data alignment when general.alignment is absent.
 const DefaultAlignment = 32
 
-// MaxAlignment is the largest general.alignment accepted. ggml writes 32;
-// anything past a large page is a corrupt header, not a layout.
-const MaxAlignment = 1 << 20
-
 // MaxDims is the largest number of dimensions a tensor may have (ggml's limit).
 const MaxDims = 4
 
@@ -142,8 +138,8 @@ func (f *File) readMetadata(d *decoder, n int) error {
 		if a == 0 || a&(a-1) != 0 {
 			return fmt.Errorf("general.alignment %d is not a power of two", a)
 		}
-		if a > MaxAlignment {
-			return fmt.Errorf("general.alignment %d is larger than %d", a, MaxAlignment)
+		if a > maxAlignment {
+			return fmt.Errorf("general.alignment %d is larger than %d", a, maxAlignment)
 		}
 		f.Alignment = int64(a)
 	}

@@ -16,15 +16,25 @@ func Open(path string) (*gguf.File, *Model, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Load(f)
-	if err == nil {
-		err = checkTokenizer(f, m)
-	}
+	m, err := LoadChecked(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	return f, m, nil
+}
+
+// LoadChecked is Load followed by the tokenizer check of Open, for a file
+// that is already parsed.
+func LoadChecked(f *gguf.File) (*Model, error) {
+	m, err := Load(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTokenizer(f, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // checkTokenizer builds the tokenizer of f, when it has one, and compares

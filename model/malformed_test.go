@@ -289,11 +289,13 @@ func TestMalformedModels(t *testing.T) {
 	}
 	dir := t.TempDir()
 	perClass := map[string]int{}
+	var maxAlloc uint64
 	for i, cf := range files {
 		perClass[cf.class]++
 		path := writeFile(t, dir, fmt.Sprintf("%03d.gguf", i), cf.data)
 		label := cf.class + "/" + cf.name
 		o := openAndServe(t, path, label, cf.want == mustServe)
+		maxAlloc = max(maxAlloc, o.alloc)
 		switch {
 		case o.panicked != "":
 			t.Errorf("%s: panic: %s", label, o.panicked)
@@ -318,5 +320,5 @@ func TestMalformedModels(t *testing.T) {
 	for _, c := range classes {
 		t.Logf("class %-20s %3d files", c, perClass[c])
 	}
-	t.Logf("%d files", len(files))
+	t.Logf("%d files; the most one allocated: %d bytes (bound %d)", len(files), maxAlloc, allocBound)
 }

@@ -38,7 +38,7 @@ func tinyRaw(tb testing.TB, arch string) *synth.Raw {
 
 // allocBound is the most a load plus a 16-position CPU engine of one of
 // these tiny files may allocate on the heap.
-const allocBound = 64 << 20
+const allocBound = 8 << 20
 
 // outcome is what loading and serving one file gave.
 type outcome struct {

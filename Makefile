@@ -58,11 +58,11 @@ e2e:
 # the package's testdata/fuzz and become regression tests).
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test ./gguf -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoadHeader$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./gguf -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoadHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 
 clean:
 	rm -rf bin

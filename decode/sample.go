@@ -256,7 +256,8 @@ func (s *Sampler) sampleRandom(u float32) int32 {
 		c = topP(c, s.p.TopP, sorted)
 	}
 	if s.p.MinP > 0 {
-		maxLogit := c[argmaxIndex(c)].logit
+		best := argmaxIndex(c)
+		maxLogit := c[best].logit
 		// p_i >= MinP * p_max  <=>  logit_i >= maxLogit + log(MinP)
 		cut := maxLogit + float32(math.Log(float64(s.p.MinP)))
 		n := 0
@@ -265,6 +266,9 @@ func (s *Sampler) sampleRandom(u float32) int32 {
 				c[n] = x
 				n++
 			}
+		}
+		if n == 0 { // a NaN maximum passes no cut: keep the best candidate
+			c[0], n = c[best], 1
 		}
 		c = c[:n]
 	}

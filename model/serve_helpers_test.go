@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +104,12 @@ func serve(t *testing.T, f *gguf.File, m *model.Model, label string, finiteLogit
 func generate(e decode.Engine, prompt []int32, n int, finiteLogits bool) error {
 	V := e.VocabSize()
 	logits := make([]float32, V)
+	// llama.cpp's default sampling chain, run on every row beside the
+	// greedy pick that drives the loop.
+	sampler, err := decode.NewSampler(decode.SamplerParams{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1}, V)
+	if err != nil {
+		return err
+	}
 	var b decode.Batch
 	for i, tok := range prompt {
 		b.Add(tok, int32(i), 0, i == len(prompt)-1)
@@ -120,6 +127,9 @@ func generate(e decode.Engine, prompt []int32, n int, finiteLogits bool) error {
 			if v > logits[best] {
 				best = i
 			}
+		}
+		if got, err := sampler.Sample(slices.Clone(logits)); err == nil && (got.Token < 0 || int(got.Token) >= V) {
+			return fmt.Errorf("step %d: sampled token %d outside the vocabulary of %d", step, got.Token, V)
 		}
 		if step == n || pos >= e.ContextSize() {
 			return nil

@@ -66,8 +66,15 @@ bench-serve: build
 e2e:
 	scripts/e2e.sh
 
+# Each fuzz target in turn, on one worker (FUZZTIME each; crashers land in
+# the package's testdata/fuzz and become regression tests).
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test ./gguf -run '^$$' -fuzz FuzzParse -fuzztime 60s
+	$(GO) test ./gguf -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoadHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 
 clean:
 	rm -rf bin

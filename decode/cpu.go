@@ -83,6 +83,9 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	e := &CPUEngine{m: m, opts: opts, kvDim: m.KVHeads * m.HeadDim}
+	if err := checkCPUMemory(m, opts, availableMemory()); err != nil {
+		return nil, err
+	}
 	e.pageSum = prefault(m, opts.Progress)
 	var err error
 	if e.w, err = loadCPUWeights(m); err != nil {
@@ -108,6 +111,31 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 	}
 	e.pool = kernels.NewPool(opts.Threads)
 	return e, nil
+}
+
+// checkCPUMemory computes, without overflow, the bytes of the KV cache and
+// the scratch buffers NewCPUEngine allocates, and refuses them when they
+// exceed avail (< 0: unknown). The weights stay in the file's mapping.
+func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
+	kvDim, qDim := m.KVHeads*m.HeadDim, m.Heads*m.HeadDim
+	kv, err := sizeProduct("decode: KV cache", 2, len(m.Layers), opts.MaxSeqs, opts.Context, kvDim, 4)
+	if err != nil {
+		return err
+	}
+	rows, err := sizeProduct("decode: activations", opts.MaxBatch, 4*m.Embd+2*qDim+2*kvDim+2*m.FFN, 4)
+	if err != nil {
+		return err
+	}
+	scores, err := sizeProduct("decode: attention scores", opts.Threads, opts.Context, 4)
+	if err != nil {
+		return err
+	}
+	need, err := sizeSum("decode: CPU buffers", kv, rows, scores)
+	if err != nil {
+		return err
+	}
+	return checkFits(fmt.Sprintf("decode: KV cache of %d layers × %d sequences × %d positions × %d values and buffers",
+		len(m.Layers), opts.MaxSeqs, opts.Context, kvDim), need, avail)
 }
 
 func loadCPUWeights(m *model.Model) (cpuWeights, error) {

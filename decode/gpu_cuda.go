@@ -128,12 +128,33 @@ func (e *GPUEngine) init() error {
 	m, ctx := e.m, e.dev.Context()
 	kvDim := m.KVHeads * m.HeadDim
 	cache := kernels.DevKVCache{MaxSeqs: e.opts.MaxSeqs, Ctx: e.opts.Context, KVHeads: m.KVHeads, HeadDim: m.HeadDim}
-	kvBytes := 2 * int64(len(m.Layers)) * cache.Bytes()
+	// Sizes from the model and the flags are multiplied without overflow
+	// before anything is allocated; uploadWeights then checks the total
+	// against the device's free memory.
+	kvBytes, err := sizeProduct("KV cache", 2, len(m.Layers), e.opts.MaxSeqs, e.opts.Context, kvDim, 4)
+	if err != nil {
+		return err
+	}
 	// The scratch buffers below: gpuMaxBatch rows of activations, logits,
 	// attention partials and step inputs.
-	bufBytes := 4 * int64(gpuMaxBatch) * int64(m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
+	bufBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
 		kernels.AttentionScratch(cache, 1, m.Heads)+3)
-	w, wbuf, err := uploadWeights(ctx, m, kvBytes+bufBytes, e.opts.Progress)
+	if err != nil {
+		return err
+	}
+	reserve, err := sizeSum("KV cache and buffers", kvBytes, bufBytes)
+	if err != nil {
+		return err
+	}
+	free, _, err := ctx.MemInfo()
+	if err != nil {
+		return err
+	}
+	if err := checkFits(fmt.Sprintf("KV cache of %d layers × %d sequences × %d positions × %d values and buffers",
+		len(m.Layers), e.opts.MaxSeqs, e.opts.Context, kvDim), reserve, free); err != nil {
+		return err
+	}
+	w, wbuf, err := uploadWeights(ctx, m, reserve, e.opts.Progress)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package gguf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Magic is the first four bytes of every GGUF file ("GGUF").
@@ -136,6 +138,9 @@ func (f *File) readMetadata(d *decoder, n int) error {
 		if a == 0 || a&(a-1) != 0 {
 			return fmt.Errorf("general.alignment %d is not a power of two", a)
 		}
+		if a > maxAlignment {
+			return fmt.Errorf("general.alignment %d is larger than %d", a, maxAlignment)
+		}
 		f.Alignment = int64(a)
 	}
 	return nil
@@ -214,7 +219,8 @@ func readTensorInfo(d *decoder, i int) (TensorInfo, error) {
 	return ti, nil
 }
 
-// checkTensorData checks that every tensor's bytes lie inside the file.
+// checkTensorData checks that every tensor's bytes lie inside the file and
+// that no two tensors share bytes.
 func (f *File) checkTensorData() error {
 	if len(f.Tensors) == 0 {
 		return nil
@@ -227,6 +233,26 @@ func (f *File) checkTensorData() error {
 		t := &f.Tensors[i]
 		if t.Offset > avail || t.Size > avail-t.Offset {
 			return fmt.Errorf("tensor %q: data [%d, %d) lies outside the %d-byte data section: %w", t.Name, t.Offset, t.Offset+t.Size, avail, errTruncated)
+		}
+	}
+	return f.checkOverlap()
+}
+
+// checkOverlap reports two tensors whose data ranges intersect. Empty
+// tensors occupy nothing and may sit anywhere.
+func (f *File) checkOverlap() error {
+	order := make([]int, 0, len(f.Tensors))
+	for i := range f.Tensors {
+		if f.Tensors[i].Size > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(f.Tensors[a].Offset, f.Tensors[b].Offset) })
+	for k := 1; k < len(order); k++ {
+		prev, t := &f.Tensors[order[k-1]], &f.Tensors[order[k]]
+		if t.Offset < prev.Offset+prev.Size {
+			return fmt.Errorf("tensor %q: data [%d, %d) overlaps tensor %q at [%d, %d)",
+				t.Name, t.Offset, t.Offset+t.Size, prev.Name, prev.Offset, prev.Offset+prev.Size)
 		}
 	}
 	return nil

@@ -194,6 +194,10 @@ func TestMalformed(t *testing.T) {
 		{"misaligned tensor", build(t, good, []tensorSpec{f32("w", 4, 8)}, 64), "not aligned"},
 		{"data outside file", build(t, good, []tensorSpec{f32("w", 0, 1024)}, 32), "outside"},
 		{"offset far outside file", build(t, good, []tensorSpec{f32("w", 1<<40, 8)}, 32), "outside"},
+		{"size overflows int64", build(t, good, []tensorSpec{f32("w", 0, 64, 1<<56)}, 32), "more than"},
+		{"F64 size overflows int64", build(t, good, []tensorSpec{{"w", []uint64{1 << 61}, TypeF64, 0}}, 32), "more than"},
+		{"overlapping tensors", build(t, good, []tensorSpec{f32("a", 0, 16), f32("b", 32, 8)}, 64), "overlaps"},
+		{"alignment too large", build(t, []kvSpec{{"general.alignment", ValueUint32, uint32(1 << 30)}}, nil), "larger than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,7 +8,11 @@
 // is allocated, and size arithmetic is checked for overflow.
 package gguf
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
 
 // Type is a ggml tensor type as stored in a GGUF tensor info.
 type Type uint32
@@ -130,7 +134,8 @@ func ParseType(s string) (Type, error) {
 }
 
 // RowBytes returns the bytes that n values of type t occupy. n must be a
-// multiple of the block size.
+// multiple of the block size; a size that does not fit in an int64 is an
+// error, never a wrapped-around value.
 func (t Type) RowBytes(n int64) (int64, error) {
 	ti, ok := typeTable[t]
 	if !ok {
@@ -139,5 +144,9 @@ func (t Type) RowBytes(n int64) (int64, error) {
 	if n < 0 || n%int64(ti.blockSize) != 0 {
 		return 0, fmt.Errorf("gguf: %d values is not a whole number of %s blocks of %d", n, ti.name, ti.blockSize)
 	}
-	return n / int64(ti.blockSize) * int64(ti.typeSize), nil
+	hi, lo := bits.Mul64(uint64(n/int64(ti.blockSize)), uint64(ti.typeSize))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, fmt.Errorf("gguf: %d values of %s take more than %d bytes", n, ti.name, int64(math.MaxInt64))
+	}
+	return int64(lo), nil
 }

@@ -9,7 +9,8 @@ import (
 // keyAlignment is the metadata key that sets the data alignment.
 const keyAlignment = "general.alignment"
 
-// maxAlignment bounds general.alignment; llama.cpp wants a power of two.
+// maxAlignment bounds general.alignment in the files written and read;
+// llama.cpp wants a power of two (ggml writes 32).
 const maxAlignment = 1 << 16
 
 // SetUint8 sets a uint8 value.
@@ -334,4 +335,16 @@ func (w *Writer) set(key string, value []byte) {
 	}
 	w.kvIndex[key] = len(w.kvs)
 	w.kvs = append(w.kvs, encodedKV{key: key, value: value})
+}
+
+// EncodeValue returns v as a file stores it after its key: the value type,
+// then the value's bytes. Tests use it to assemble files no Writer would
+// produce.
+func EncodeValue(v Value) ([]byte, error) {
+	w := &Writer{kvIndex: map[string]int{}} // only the metadata part is used
+	w.Set("value", v)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.kvs[0].value, nil
 }

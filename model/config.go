@@ -26,10 +26,13 @@ func readConfig(f *gguf.File, arch Arch) (Config, error) {
 		if err != nil {
 			return c, err
 		}
-		if v == 0 || v > 1<<20 {
+		if v == 0 || v > maxWidth {
 			return c, fmt.Errorf("%s%s = %d is out of range", p, r.key, v)
 		}
 		*r.dst = int(v)
+	}
+	if _, err := f.Value(p + "attention.key_length"); errors.Is(err, gguf.ErrKeyNotFound) && c.Embd%c.Heads != 0 {
+		return c, fmt.Errorf("%sembedding_length %d is not a multiple of %d heads and %sattention.key_length is absent", p, c.Embd, c.Heads, p)
 	}
 	optional := []struct {
 		key string
@@ -47,11 +50,18 @@ func readConfig(f *gguf.File, arch Arch) (Config, error) {
 			*o.dst = o.def
 		case err != nil:
 			return c, err
-		case v == 0 || v > 1<<24:
+		case v == 0 || v > maxContext:
 			return c, fmt.Errorf("%s%s = %d is out of range", p, o.key, v)
 		default:
 			*o.dst = int(v)
 		}
+	}
+	if vl, err := f.Uint32(p + "attention.value_length"); err == nil {
+		if int(vl) != c.HeadDim {
+			return c, fmt.Errorf("%sattention.value_length = %d differs from the key length %d", p, vl, c.HeadDim)
+		}
+	} else if !errors.Is(err, gguf.ErrKeyNotFound) {
+		return c, err
 	}
 	rd, err := f.Uint32(p + "rope.dimension_count")
 	switch {
@@ -96,23 +106,11 @@ func readRopeScaling(f *gguf.File, p string, c *Config) error {
 		if err != nil {
 			return err
 		}
-		if factor <= 0 {
-			return fmt.Errorf("%srope.scaling.factor = %g is not positive", p, factor)
+		if !finite(factor) || factor <= 0 || factor > maxRopeScale {
+			return fmt.Errorf("%srope.scaling.factor = %g is not in (0, %g]", p, factor, float32(maxRopeScale))
 		}
 		c.RopeScale = 1 / factor
 		return nil
 	}
 	return fmt.Errorf("rope scaling %q: %w", typ, ErrUnsupported)
-}
-
-func (c *Config) check() error {
-	switch {
-	case c.Heads%c.KVHeads != 0:
-		return fmt.Errorf("%d heads is not a multiple of %d KV heads", c.Heads, c.KVHeads)
-	case c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
-		return fmt.Errorf("rope dimension %d does not fit head dimension %d", c.RopeDim, c.HeadDim)
-	case c.RMSEps <= 0:
-		return fmt.Errorf("RMS epsilon %g is not positive", c.RMSEps)
-	}
-	return nil
 }

@@ -89,7 +89,10 @@ var archs = map[string]Arch{}
 // register adds an architecture; each architecture's file calls it.
 func register(a Arch) { archs[a.Name] = a }
 
-// Load describes the model in f, checking every tensor's shape.
+// Load describes the model in f. It checks every hyperparameter (finite,
+// positive, in range, consistent) and every tensor's shape and type against
+// what the engines run, so that a model that loads never fails inside a
+// forward step because of its metadata.
 func Load(f *gguf.File) (*Model, error) {
 	name, err := f.String("general.architecture")
 	if err != nil {

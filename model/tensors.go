@@ -1,11 +1,41 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"llmserve/gguf"
 )
+
+// MatrixTypes are the tensor types of the weight matrices that every engine
+// multiplies (the CPU kernels; the GPU engine runs a subset and falls back
+// to the CPU for the rest). Vectors (norms, biases, rope_freqs) are F32.
+var MatrixTypes = []gguf.Type{
+	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
+	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
+	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+}
+
+// tensorsPerLayer is the fewest tensors a block has (norms, Q, K, V, O and
+// the three feed-forward matrices).
+const tensorsPerLayer = 9
+
+// checkType refuses a tensor whose type no engine computes with: matrices
+// must be one of MatrixTypes, vectors F32.
+func checkType(t *Tensor) error {
+	if len(t.Dims) == 1 {
+		if t.Type != gguf.TypeF32 {
+			return fmt.Errorf("tensor %q is %s, want F32", t.Name, t.Type)
+		}
+		return nil
+	}
+	if !slices.Contains(MatrixTypes, t.Type) {
+		return fmt.Errorf("tensor %q: type %s: %w (matrices may be %v)", t.Name, t.Type, ErrUnsupported, MatrixTypes)
+	}
+	return nil
+}
 
 // loadTensors finds every tensor the architecture needs and checks its shape.
 func (m *Model) loadTensors(f *gguf.File) error {
@@ -20,14 +50,27 @@ func (m *Model) loadTensors(f *gguf.File) error {
 		if !slices.Equal(ti.Dims, dims) {
 			return nil, fmt.Errorf("tensor %q has shape %v, want %v", name, ti.Dims, dims)
 		}
-		return &Tensor{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: f.TensorData(ti)}, nil
+		t := &Tensor{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: f.TensorData(ti)}
+		if err := checkType(t); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	emb, ok := f.Tensor("token_embd.weight")
 	if !ok || len(emb.Dims) != 2 {
 		return fmt.Errorf("tensor \"token_embd.weight\" not found or not 2-D")
 	}
+	if emb.Dims[1] < 1 || emb.Dims[1] > maxVocab {
+		return fmt.Errorf("tensor \"token_embd.weight\": %d rows is not a vocabulary size in [1, %d]", emb.Dims[1], maxVocab)
+	}
+	if c.Layers > len(f.Tensors)/tensorsPerLayer {
+		return fmt.Errorf("%d blocks need at least %d tensors, the file has %d", c.Layers, c.Layers*tensorsPerLayer, len(f.Tensors))
+	}
 	c.Vocab = int(emb.Dims[1])
 	vocab := int64(c.Vocab)
+	if err := checkVocabSize(f, c); err != nil {
+		return err
+	}
 	var err error
 	if m.TokEmbd, err = get("token_embd.weight", embd, vocab); err != nil {
 		return err
@@ -45,8 +88,8 @@ func (m *Model) loadTensors(f *gguf.File) error {
 		if m.RopeFreqs, err = get("rope_freqs.weight", int64(c.RopeDim/2)); err != nil {
 			return err
 		}
-		if m.RopeFreqs.Type != gguf.TypeF32 {
-			return fmt.Errorf("tensor \"rope_freqs.weight\" is %s, want F32", m.RopeFreqs.Type)
+		if err := checkRopeFreqs(m.RopeFreqs); err != nil {
+			return err
 		}
 	}
 	m.Layers = make([]Layer, c.Layers)
@@ -90,10 +133,35 @@ func (m *Model) loadLayer(i int, get func(string, ...int64) (*Tensor, error), q,
 		if err != nil {
 			return err
 		}
-		if len(s.dims) == 1 && t.Type != gguf.TypeF32 {
-			return fmt.Errorf("tensor %q is %s, want F32", t.Name, t.Type)
-		}
 		*s.dst = t
+	}
+	return nil
+}
+
+// checkVocabSize compares {arch}.vocab_size, when present, with the rows of
+// token_embd.
+func checkVocabSize(f *gguf.File, c *Config) error {
+	key := c.Arch.Name + ".vocab_size"
+	n, err := f.Uint32(key)
+	switch {
+	case errors.Is(err, gguf.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	case int(n) != c.Vocab:
+		return fmt.Errorf("%s = %d differs from the %d rows of token_embd.weight", key, n, c.Vocab)
+	}
+	return nil
+}
+
+// checkRopeFreqs refuses frequency divisors that are not finite and
+// positive: every rotation angle is divided by one of them.
+func checkRopeFreqs(t *Tensor) error {
+	for i := 0; i+4 <= len(t.Data); i += 4 {
+		v := math.Float32frombits(uint32(t.Data[i]) | uint32(t.Data[i+1])<<8 | uint32(t.Data[i+2])<<16 | uint32(t.Data[i+3])<<24)
+		if !finite(v) || v <= 0 {
+			return fmt.Errorf("tensor %q: value %d is %g, want a finite positive divisor", t.Name, i/4, v)
+		}
 	}
 	return nil
 }

@@ -9,19 +9,11 @@ import (
 	"llmserve/model"
 )
 
-// openModel maps a GGUF file and describes the model in it. The caller
-// closes the file once done with the model.
+// openModel maps a GGUF file and describes the model in it (model.Open,
+// which tests of malformed files call too). The caller closes the file once
+// done with the model.
 func openModel(path string) (*gguf.File, *model.Model, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := model.Load(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, m, nil
+	return model.Open(path)
 }
 
 // overlapUsage describes the --no-overlap flag.

@@ -37,13 +37,19 @@ func inspectCmd(args []string) error {
 	return inspect(os.Stdout, f, fs.Arg(0), *allKV)
 }
 
-func inspect(w io.Writer, f *gguf.File, path string, allKV bool) error {
+// inspect prints what f holds. It fails when the file has tensors but does
+// not load as a model, after printing everything it could.
+func inspect(w io.Writer, f *gguf.File, path string, allKV bool) (err error) {
 	arch, _ := f.String("general.architecture")
 	fmt.Fprintf(w, "file: %s (GGUF v%d, %s, %d metadata keys, %d tensors, alignment %d)\n",
 		path, f.Version, human(f.Size()), len(f.KV), len(f.Tensors), f.Alignment)
 	fmt.Fprintf(w, "architecture: %s\n", arch)
+	// A file with tensors that does not load as a model is an error once
+	// everything else about it has been printed.
+	var loadErr error
 	if len(f.Tensors) > 0 {
-		if m, err := model.Load(f); err != nil {
+		if m, err := model.LoadChecked(f); err != nil {
+			loadErr = err
 			fmt.Fprintf(w, "model: %v\n", err)
 		} else {
 			c := m.Config
@@ -61,6 +67,11 @@ func inspect(w io.Writer, f *gguf.File, path string, allKV bool) error {
 		fmt.Fprintln(w, "tensors: none (vocabulary-only file)")
 		return nil
 	}
+	defer func() {
+		if err == nil {
+			err = loadErr
+		}
+	}()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tensor\ttype\tshape\tbytes\t")
 	var total, perToken int64
@@ -79,7 +90,7 @@ func inspect(w io.Writer, f *gguf.File, path string, allKV bool) error {
 		fmt.Fprintf(w, ", %s %s", t, human(byType[t]))
 	}
 	fmt.Fprintf(w, "\nweights read per generated token: %s (%d bytes); roofline at 4255 GB/s: %.0f tok/s\n",
-		human(perToken), perToken, 4255e9/float64(perToken))
+		human(perToken), perToken, 4255e9/float64(max(perToken, 1)))
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,8 @@ import (
 
 	"llmserve/gguf"
 	"llmserve/internal/shared"
+	"llmserve/model"
+	"llmserve/model/synth"
 )
 
 // TestInspectShared runs inspect on every GGUF file of the shared data.
@@ -18,12 +22,22 @@ func TestInspectShared(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := inspect(&b, f, p, true); err != nil {
-			t.Errorf("%s: %v", p, err)
+		err = inspect(&b, f, p, true)
+		// inspect fails exactly when the file has tensors and does not
+		// load (golden-arch holds architectures llmserve does not run).
+		var loadErr error
+		if len(f.Tensors) > 0 {
+			_, loadErr = model.LoadChecked(f)
 		}
 		f.Close()
+		if (err != nil) != (loadErr != nil) {
+			t.Errorf("%s: inspect error %v, load error %v", p, err, loadErr)
+		}
 		if !strings.Contains(b.String(), "tokenizer: ") {
 			t.Errorf("%s: no tokenizer line:\n%s", p, b.String())
+		}
+		if len(f.Tensors) > 0 && !strings.Contains(b.String(), "total: ") {
+			t.Errorf("%s: tensor table missing:\n%s", p, b.String())
 		}
 	}
 }
@@ -42,4 +56,54 @@ func TestInspectMalformed(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "cut.gguf") {
 		t.Errorf("inspect of a cut file: err = %v, want one line naming the file", err)
 	}
+}
+
+// TestInspectUnloadableModel checks that a file that parses but does not
+// load as a model (a NaN epsilon) still prints its tensors and then fails.
+func TestInspectUnloadableModel(t *testing.T) {
+	path := writeTinyModel(t, func(r *synth.Raw) {
+		r.Set("llama.attention.layer_norm_rms_epsilon", gguf.Value{Type: gguf.ValueFloat32, V: float32(math.NaN())})
+	})
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b strings.Builder
+	err = inspect(&b, f, path, false)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "epsilon") {
+		t.Errorf("err = %v, want one line about the epsilon", err)
+	}
+	if !strings.Contains(b.String(), "token_embd.weight") {
+		t.Errorf("tensor table missing:\n%s", b.String())
+	}
+}
+
+// writeTinyModel writes a tiny synthetic llama, changed by edit, into a
+// temporary folder and returns its path.
+func writeTinyModel(t *testing.T, edit func(r *synth.Raw)) string {
+	t.Helper()
+	cfg, err := synth.Tiny("llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := synth.Write(&buf, synth.Options{Config: cfg, FileType: "F32", Seed: 1, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := synth.RawFrom(f)
+	edit(r)
+	data, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

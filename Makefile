@@ -75,6 +75,10 @@ fuzz:
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzLoadHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 	$(GO) test ./model/tokenizer -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./decode -run '^$$' -fuzz '^FuzzSampler$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzRequestDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/chat -run '^$$' -fuzz '^FuzzSharedTemplates$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./model/chat -run '^$$' -fuzz '^FuzzRendererSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 
 clean:
 	rm -rf bin

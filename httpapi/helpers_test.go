@@ -38,7 +38,7 @@ type envOptions struct {
 	log               io.Writer // request log; nil: discarded
 }
 
-func newEnv(t *testing.T, o envOptions) *testEnv {
+func newEnv(t testing.TB, o envOptions) *testEnv {
 	t.Helper()
 	if o.ctx == 0 {
 		o.ctx = 256

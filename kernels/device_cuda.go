@@ -47,6 +47,7 @@ var kernelNames = map[string][]string{
 	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,
+	"mmq":       mmqKernelNames,
 	"sample":    {"sample"},
 }
 

@@ -10,9 +10,9 @@
 //     up to a whole stage of MMQ_KB blocks, the tail zero), then B rows of
 //     kpad/32 (d, d·Σq) f32 pairs (the sum serves the mins of Q4_K and
 //     Q5_K);
-//   - mmq_<type> multiplies: a block computes an MMQ_BM × MMQ_BN tile of Y
-//     (MMQ_BM weight rows by MMQ_BN batch columns) with four warps of
-//     32 × 32 each; the k axis runs in stages of MMQ_KB blocks of 32 values
+//   - mmq_<type>_<BM>x<BN> multiplies: a block computes a BM × BN tile of
+//     Y (BM weight rows by BN batch columns; 64×64, 64×128 and 128×128 are
+//     compiled) with one warp per 32 × 32 sub-tile; the k axis runs in stages of MMQ_KB blocks of 32 values
 //     whose W and X tiles are copied to shared memory with cp.async, two
 //     stages in flight (double buffering). One m16n8k32 product is exactly
 //     one 32-value block (all of whose weights share a scale and a min in
@@ -28,10 +28,7 @@
 #include <stddef.h>
 #include <cuda_fp16.h>
 
-#define MMQ_BM 64      // weight rows per block
-#define MMQ_BN 64      // batch columns per block
-#define MMQ_KB 4       // 32-value blocks per stage
-#define MMQ_THREADS 128 // four warps, 2 × 2 over the tile
+#define MMQ_KB 4 // 32-value blocks per stage
 
 // Type codes, as gguf.Type (and T_WIDE in mvq.cu for the wide layout).
 #define MMQ_T_Q4_0 2
@@ -59,24 +56,6 @@ struct MmqParams {
 static_assert(sizeof(MmqParams) == 64, "MmqParams is 64 bytes (mmqParams in mmq_cuda.go)");
 static_assert(offsetof(MmqParams, row_bytes) == 32, "MmqParams.row_bytes at 32");
 static_assert(offsetof(MmqParams, type) == 60, "MmqParams.type at 60");
-
-// mmq_layout writes sizeof(MmqParams) and the offset of each field, in
-// declaration order, to out[0..11], for the layout test.
-extern "C" __global__ void mmq_layout(int *out) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  out[0] = sizeof(MmqParams);
-  out[1] = offsetof(MmqParams, w);
-  out[2] = offsetof(MmqParams, xq);
-  out[3] = offsetof(MmqParams, xd);
-  out[4] = offsetof(MmqParams, y);
-  out[5] = offsetof(MmqParams, row_bytes);
-  out[6] = offsetof(MmqParams, rows);
-  out[7] = offsetof(MmqParams, cols);
-  out[8] = offsetof(MmqParams, batch);
-  out[9] = offsetof(MmqParams, kpad);
-  out[10] = offsetof(MmqParams, accumulate);
-  out[11] = offsetof(MmqParams, type);
-}
 
 // mmq_quantize rounds x (batch × cols f32) to 8-bit blocks of 32: xq
 // (batch × kpad int8) and xd (batch × kpad/32 (d, d·Σq)), zero past cols.
@@ -218,11 +197,38 @@ template <> struct WLayout<MMQ_T_Q5_K> {
   }
 };
 
-// Stage is one k stage of both tiles in shared memory.
-template <int T> struct Stage {
-  uint8_t w[MMQ_BM * WLayout<T>::stride]; // MMQ_BM weight rows of the stage's blocks
-  int8_t x[MMQ_BN * MMQ_XSTRIDE];         // MMQ_BN batch rows of 8-bit values
-  float2 xd[MMQ_BN * MMQ_KB];             // their (scale, scale·Σq), MMQ_KB per row
+// mmq_layout writes sizeof(MmqParams) and the offset of each field, in
+// declaration order, to out[0..11], then the shared-memory strides the Go
+// side sizes the stages with (WLayout<T>::stride for Q4_0, Q8_0, wide
+// Q8_0, Q4_K, Q5_K, and MMQ_XSTRIDE) to out[12..17], for the layout test.
+extern "C" __global__ void mmq_layout(int *out) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  out[0] = sizeof(MmqParams);
+  out[1] = offsetof(MmqParams, w);
+  out[2] = offsetof(MmqParams, xq);
+  out[3] = offsetof(MmqParams, xd);
+  out[4] = offsetof(MmqParams, y);
+  out[5] = offsetof(MmqParams, row_bytes);
+  out[6] = offsetof(MmqParams, rows);
+  out[7] = offsetof(MmqParams, cols);
+  out[8] = offsetof(MmqParams, batch);
+  out[9] = offsetof(MmqParams, kpad);
+  out[10] = offsetof(MmqParams, accumulate);
+  out[11] = offsetof(MmqParams, type);
+  out[12] = WLayout<MMQ_T_Q4_0>::stride;
+  out[13] = WLayout<MMQ_T_Q8_0>::stride;
+  out[14] = WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE>::stride;
+  out[15] = WLayout<MMQ_T_Q4_K>::stride;
+  out[16] = WLayout<MMQ_T_Q5_K>::stride;
+  out[17] = MMQ_XSTRIDE;
+}
+
+// Stage is one k stage of both tiles in shared memory (dynamic; the Go
+// side's mmqShared is 2·sizeof(Stage)).
+template <int T, int BM, int BN> struct Stage {
+  uint8_t w[BM * WLayout<T>::stride]; // BM weight rows of the stage's blocks
+  int8_t x[BN * MMQ_XSTRIDE];         // BN batch rows of 8-bit values
+  float2 xd[BN * MMQ_KB];             // their (scale, scale·Σq), MMQ_KB per row
 };
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) {
@@ -247,7 +253,7 @@ template <int N> static __device__ __forceinline__ void cp_async_wait() {
 // load_w queues the copies of stage s of the W rows from bm into dst; rows
 // past W's are zero-filled, and so are blocks past its columns (raw
 // layouts; the others have whole super-blocks).
-template <int T>
+template <int T, int BM, int THREADS>
 static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, int s, int bm) {
   const int tid = threadIdx.x;
   const int kb0 = s * MMQ_KB;
@@ -256,7 +262,7 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
     // The stage's blocks as raw bytes, in 4-byte words.
     constexpr int words = MMQ_KB * WLayout<T>::block / 4;
     const int valid = (min(MMQ_KB, p.cols / 32 - kb0) * WLayout<T>::block) / 4;
-    for (int idx = tid; idx < MMQ_BM * words; idx += MMQ_THREADS) {
+    for (int idx = tid; idx < BM * words; idx += THREADS) {
       const int i = idx / words, u = idx % words, r = bm + i;
       const bool ok = r < p.rows && u < valid;
       const uint8_t *src = ok ? p.w + (size_t)r * p.row_bytes + (size_t)kb0 * WLayout<T>::block + 4 * u : p.w;
@@ -264,7 +270,7 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
     }
   } else if constexpr (T == MMQ_T_Q8_0 + MMQ_T_WIDE) {
     // Eight 16-byte chunks of values and one 8-byte chunk of scales per row.
-    for (int idx = tid; idx < MMQ_BM * 9; idx += MMQ_THREADS) {
+    for (int idx = tid; idx < BM * 9; idx += THREADS) {
       const int i = idx / 9, c = idx % 9, r = bm + i;
       const uint8_t *row = p.w + (size_t)r * p.row_bytes;
       const bool ok = r < p.rows;
@@ -280,7 +286,7 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
     constexpr int bytes = T == MMQ_T_Q4_K ? 144 : 176;
     constexpr int head = T == MMQ_T_Q4_K ? 1 : 3; // 16-byte chunks before qs
     const int sb = s >> 1, half = s & 1;
-    for (int idx = tid; idx < MMQ_BM * (head + 4); idx += MMQ_THREADS) {
+    for (int idx = tid; idx < BM * (head + 4); idx += THREADS) {
       const int i = idx / (head + 4), c = idx % (head + 4), r = bm + i;
       const uint8_t *blk = p.w + (size_t)r * p.row_bytes + (size_t)sb * bytes;
       const int off = c < head ? 16 * c : 16 * head + 64 * half + 16 * (c - head);
@@ -293,12 +299,12 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
 // load_stage queues the copies of stage s (blocks s·MMQ_KB ...) of the W
 // rows from bm and the X rows from bn into st; X rows past the batch are
 // zero-filled.
-template <int T>
-static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T> &st, int s, int bm, int bn) {
-  load_w<T>(p, st.w, s, bm);
+template <int T, int BM, int BN, int THREADS>
+static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T, BM, BN> &st, int s, int bm, int bn) {
+  load_w<T, BM, THREADS>(p, st.w, s, bm);
   const int kb0 = s * MMQ_KB;
   // Eight 16-byte chunks of values and two of scales per batch row.
-  for (int idx = threadIdx.x; idx < MMQ_BN * 10; idx += MMQ_THREADS) {
+  for (int idx = threadIdx.x; idx < BN * 10; idx += THREADS) {
     const int i = idx / 10, c = idx % 10, b = bn + i;
     const bool ok = b < p.batch;
     if (c < 8) {
@@ -315,11 +321,20 @@ static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T> &
 // 32×8 int8 tile b (column-major), int32 results.
 static __device__ __forceinline__ void mma_s8(int c[4], const int a[4], const int b[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
       : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0), "r"(0), "r"(0), "r"(0));
 #endif
+}
+
+// i2f converts an int32 of magnitude below 2^22 (a block's dot product:
+// at most 32·128·127) to float exactly, with an integer and a float add:
+// the bits of 1.5·2^23 + c read as a float are that number exactly, since
+// floats in [2^23, 2^24) are the integers. Cheaper than I2F, which runs at
+// a quarter of the float rate and would bound the products.
+static __device__ __forceinline__ float i2f(int c) {
+  return __int_as_float(0x4B400000 + c) - 12582912.0f;
 }
 
 // compute_stage adds the stage's products to the warp's 32 × 32 tile acc
@@ -328,8 +343,8 @@ static __device__ __forceinline__ void mma_s8(int c[4], const int a[4], const in
 // and t = lane%4, A's registers are rows g, g+8, g, g+8 at words t, t,
 // t+4, t+4; B's are column g at words t and t+4; C's are (g, 2t),
 // (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
-template <int T>
-static __device__ __forceinline__ void compute_stage(const Stage<T> &st, int h, int wr, int wc, float acc[2][4][4]) {
+template <int T, int BM, int BN>
+static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st, int h, int wr, int wc, float acc[2][4][4]) {
   using L = WLayout<T>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -353,10 +368,10 @@ static __device__ __forceinline__ void compute_stage(const Stage<T> &st, int h, 
       for (int mi = 0; mi < 2; mi++) {
         int c[4];
         mma_s8(c, a[mi], b);
-        acc[mi][ni][0] += (float)c[0] * (dw[mi][0] * x0.x);
-        acc[mi][ni][1] += (float)c[1] * (dw[mi][0] * x1.x);
-        acc[mi][ni][2] += (float)c[2] * (dw[mi][1] * x0.x);
-        acc[mi][ni][3] += (float)c[3] * (dw[mi][1] * x1.x);
+        acc[mi][ni][0] += i2f(c[0]) * (dw[mi][0] * x0.x);
+        acc[mi][ni][1] += i2f(c[1]) * (dw[mi][0] * x1.x);
+        acc[mi][ni][2] += i2f(c[2]) * (dw[mi][1] * x0.x);
+        acc[mi][ni][3] += i2f(c[3]) * (dw[mi][1] * x1.x);
         if constexpr (L::has_min) {
           acc[mi][ni][0] -= mw[mi][0] * x0.y;
           acc[mi][ni][1] -= mw[mi][0] * x1.y;
@@ -368,27 +383,31 @@ static __device__ __forceinline__ void compute_stage(const Stage<T> &st, int h, 
   }
 }
 
-// mmq is the product for weights of layout T; grid (ceil(rows/MMQ_BM),
-// ceil(batch/MMQ_BN)), MMQ_THREADS threads.
-template <int T> static __device__ void mmq(const MmqParams &p) {
-  __shared__ __align__(16) Stage<T> st[2];
-  const int bm = blockIdx.x * MMQ_BM, bn = blockIdx.y * MMQ_BN;
+// mmq is the product for weights of layout T in BM × BN tiles of Y, one
+// warp per 32 × 32 sub-tile; grid (ceil(rows/BM), ceil(batch/BN)),
+// 32·(BM/32)·(BN/32) threads, 2·sizeof(Stage<T, BM, BN>) bytes of dynamic
+// shared memory.
+template <int T, int BM, int BN> static __device__ void mmq(const MmqParams &p) {
+  constexpr int THREADS = 32 * (BM / 32) * (BN / 32);
+  extern __shared__ __align__(16) uint8_t mmq_shared[];
+  Stage<T, BM, BN> *st = (Stage<T, BM, BN> *)mmq_shared;
+  const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wr = (warp & 1) * 32, wc = (warp >> 1) * 32;
+  const int wr = (warp % (BM / 32)) * 32, wc = (warp / (BM / 32)) * 32;
   float acc[2][4][4] = {};
   const int stages = p.kpad / (32 * MMQ_KB);
-  load_stage<T>(p, st[0], 0, bm, bn);
+  load_stage<T, BM, BN, THREADS>(p, st[0], 0, bm, bn);
   cp_async_commit();
   for (int s = 0; s < stages; s++) {
     if (s + 1 < stages) {
-      load_stage<T>(p, st[(s + 1) & 1], s + 1, bm, bn);
+      load_stage<T, BM, BN, THREADS>(p, st[(s + 1) & 1], s + 1, bm, bn);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncthreads();
-    compute_stage<T>(st[s & 1], s & 1, wr, wc, acc);
+    compute_stage<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
     __syncthreads(); // st[s & 1] is refilled with stage s+2 next
   }
   const int g = lane >> 2, t = lane & 3;
@@ -409,10 +428,20 @@ template <int T> static __device__ void mmq(const MmqParams &p) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS) mmq_q4_0(const MmqParams p) { mmq<MMQ_T_Q4_0>(p); }
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS) mmq_q8_0(const MmqParams p) { mmq<MMQ_T_Q8_0>(p); }
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS) mmq_q8_0_wide(const MmqParams p) {
-  mmq<MMQ_T_Q8_0 + MMQ_T_WIDE>(p);
-}
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS) mmq_q4_k(const MmqParams p) { mmq<MMQ_T_Q4_K>(p); }
-extern "C" __global__ void __launch_bounds__(MMQ_THREADS) mmq_q5_k(const MmqParams p) { mmq<MMQ_T_Q5_K>(p); }
+// The kernels: mmq_<type>_<BM>x<BN>, each held to 128 registers a thread
+// so that 16 warps fit a multiprocessor.
+#define MMQ_KERNEL(name, T, BM, BN)                                        \
+  extern "C" __global__ void __launch_bounds__(32 * (BM / 32) * (BN / 32), \
+                                               16 / ((BM / 32) * (BN / 32))) \
+      name(const MmqParams p) {                                            \
+    mmq<T, BM, BN>(p);                                                     \
+  }
+#define MMQ_KERNELS(name, T)                 \
+  MMQ_KERNEL(name##_64x64, T, 64, 64)        \
+  MMQ_KERNEL(name##_64x128, T, 64, 128)      \
+  MMQ_KERNEL(name##_128x128, T, 128, 128)
+MMQ_KERNELS(mmq_q4_0, MMQ_T_Q4_0)
+MMQ_KERNELS(mmq_q8_0, MMQ_T_Q8_0)
+MMQ_KERNELS(mmq_q8_0_wide, MMQ_T_Q8_0 + MMQ_T_WIDE)
+MMQ_KERNELS(mmq_q4_k, MMQ_T_Q4_K)
+MMQ_KERNELS(mmq_q5_k, MMQ_T_Q5_K)

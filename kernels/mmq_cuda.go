@@ -11,17 +11,65 @@ import (
 )
 
 // The tensor-core products of mmq.cu: Y = X·Wᵀ for a batch of activation
-// rows at once, with int8 mma.sync. Tile sizes match MMQ_BM, MMQ_BN and
-// MMQ_KB there.
-const (
-	mmqRows    = 64  // weight rows per block (MMQ_BM)
-	mmqBatch   = 64  // batch rows per block (MMQ_BN)
-	mmqStage   = 128 // values per k stage (32·MMQ_KB)
-	mmqThreads = 128 // MMQ_THREADS
-)
+// rows at once, with int8 mma.sync.
+
+// mmqStage is the values of one k stage (32·MMQ_KB in mmq.cu).
+const mmqStage = 128
+
+// mmqTile is the tile of Y one block of mmq_<type>_<rows>x<batch>
+// computes: rows weight rows by batch activation rows, one warp per
+// 32 × 32.
+type mmqTile struct{ rows, batch int }
+
+// mmqTiles are the tiles compiled per type.
+var mmqTiles = []mmqTile{{64, 64}, {64, 128}, {128, 128}}
+
+func (t mmqTile) String() string { return fmt.Sprintf("%dx%d", t.rows, t.batch) }
+
+// threads is the block size: one warp per 32 × 32 sub-tile.
+func (t mmqTile) threads() int { return 32 * (t.rows / 32) * (t.batch / 32) }
+
+// mmqKinds are the weight layouts of mmq.cu with the shared-memory row
+// stride of their stage (WLayout<T>::stride).
+var mmqKinds = []struct {
+	name   string
+	stride int
+}{{"q4_0", 80}, {"q8_0", 144}, {"q8_0_wide", 144}, {"q4_k", 80}, {"q5_k", 112}}
+
+// mmqXStride is MMQ_XSTRIDE: the shared-memory row stride of a stage's
+// activations.
+const mmqXStride = 144
+
+// mmqShared is the dynamic shared memory of mmq_<kind>_<tile>: two stages
+// (Stage<T, BM, BN> in mmq.cu) of tile.rows weight rows of the kind's
+// stride, tile.batch activation rows and their 4 (d, d·Σq) pairs.
+func mmqShared(kind string, t mmqTile) int {
+	for _, k := range mmqKinds {
+		if k.name == kind {
+			return 2 * (t.rows*k.stride + t.batch*mmqXStride + t.batch*4*8)
+		}
+	}
+	return 0
+}
 
 // mmqKernelNames are the kernels of mmq.fatbin.
-var mmqKernelNames = []string{"mmq_layout", "mmq_quantize", "mmq_q4_0", "mmq_q8_0", "mmq_q8_0_wide", "mmq_q4_k", "mmq_q5_k"}
+func mmqKernelNames() []string {
+	names := []string{"mmq_layout", "mmq_quantize"}
+	for _, k := range mmqKinds {
+		for _, t := range mmqTiles {
+			names = append(names, "mmq_"+k.name+"_"+t.String())
+		}
+	}
+	return names
+}
+
+// mmqTileFor is the tile MatMul uses for a batch of B rows.
+func mmqTileFor(B int) mmqTile {
+	if B <= 64 {
+		return mmqTiles[0]
+	}
+	return mmqTiles[1]
+}
 
 // MatMulOp is one tensor-core product Y = X·Wᵀ (Y += X·Wᵀ with Residual):
 // X is B × W.Cols f32 activations, Y is B × W.Rows. X is first rounded to
@@ -82,31 +130,32 @@ func MatMulScratchBytes(B, cols int) int64 {
 }
 
 // MatMulSupports says whether MatMul reads w.
-func MatMulSupports(w DevMatrix) bool { return mmqKernel(w) != "" }
+func MatMulSupports(w DevMatrix) bool { return mmqKind(w) != "" }
 
-// mmqKernel is the product kernel for w, or "" when none reads it.
-func mmqKernel(w DevMatrix) string {
+// mmqKind is the layout of w as mmq.cu names it (mmqKinds), or "" when no
+// kernel reads it.
+func mmqKind(w DevMatrix) string {
 	if w.Cols <= 0 || w.Cols%64 != 0 || w.Rows <= 0 {
 		return ""
 	}
 	switch {
 	case w.Type == gguf.TypeQ4_0 && !w.Wide:
-		return "mmq_q4_0"
+		return "q4_0"
 	case w.Type == gguf.TypeQ8_0 && !w.Wide:
-		return "mmq_q8_0"
+		return "q8_0"
 	case w.Type == gguf.TypeQ8_0 && w.Wide && Widens(w.Type, w.Cols):
-		return "mmq_q8_0_wide"
+		return "q8_0_wide"
 	case w.Type == gguf.TypeQ4_K && !w.Wide && w.Cols%256 == 0:
-		return "mmq_q4_k"
+		return "q4_k"
 	case w.Type == gguf.TypeQ5_K && !w.Wide && w.Cols%256 == 0:
-		return "mmq_q5_k"
+		return "q5_k"
 	}
 	return ""
 }
 
 func (op *MatMulOp) check() (string, error) {
 	w, x, y := op.W, op.X, op.Y
-	name := mmqKernel(w)
+	name := mmqKind(w)
 	if name == "" {
 		return "", fmt.Errorf("kernels: matmul: %v matrix %d×%d (wide %v): want Q4_0 or Q8_0 with rows of a positive multiple of 64 values, or Q4_K or Q5_K of 256", w.Type, w.Rows, w.Cols, w.Wide)
 	}
@@ -127,8 +176,11 @@ func (op *MatMulOp) check() (string, error) {
 }
 
 // MatMul queues op: the rounding of X into the scratch, then the product.
-func (d *Device) MatMul(op MatMulOp) error {
-	name, err := op.check()
+func (d *Device) MatMul(op MatMulOp) error { return d.matMul(op, mmqTileFor(op.X.Rows)) }
+
+// matMul runs op in tiles of tile.
+func (d *Device) matMul(op MatMulOp, tile mmqTile) error {
+	kind, err := op.check()
 	if err != nil {
 		return err
 	}
@@ -149,5 +201,7 @@ func (d *Device) MatMul(op MatMulOp) error {
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.typeCode()),
 	}
-	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, mmqRows), Y: ceilDiv(B, mmqBatch)}, cuda.Dim3{X: mmqThreads}, 0, p.args()...)
+	name := "mmq_" + kind + "_" + tile.String()
+	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, tile.rows), Y: ceilDiv(B, tile.batch)}, cuda.Dim3{X: tile.threads()},
+		mmqShared(kind, tile), p.args()...)
 }

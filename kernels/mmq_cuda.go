@@ -63,12 +63,21 @@ func mmqKernelNames() []string {
 	return names
 }
 
-// mmqTileFor is the tile MatMul uses for a batch of B rows.
-func mmqTileFor(B int) mmqTile {
-	if B <= 64 {
+// mmqTileFor is the tile MatMul uses for a batch of B rows of weights of
+// layout kind: the smallest that covers the batch up to 128 rows; past
+// that 128×128 for the legacy types and 64×128 for the K-quants. On the
+// H200 at B = 512 (BenchmarkGPUMatMul, TFLOP/s in tiles of 64×64, 64×128,
+// 128×128): Q8_0 4096×4096 110, 123, 139 and 14336×4096 117, 132, 136;
+// Q4_0 102, 114, 128 and 111, 123, 123; Q4_K 102, 104, 109 and 110, 109,
+// 104.
+func mmqTileFor(kind string, B int) mmqTile {
+	switch {
+	case B <= 64:
 		return mmqTiles[0]
+	case B <= 128 || kind == "q4_k" || kind == "q5_k":
+		return mmqTiles[1]
 	}
-	return mmqTiles[1]
+	return mmqTiles[2]
 }
 
 // MatMulOp is one tensor-core product Y = X·Wᵀ (Y += X·Wᵀ with Residual):
@@ -176,7 +185,9 @@ func (op *MatMulOp) check() (string, error) {
 }
 
 // MatMul queues op: the rounding of X into the scratch, then the product.
-func (d *Device) MatMul(op MatMulOp) error { return d.matMul(op, mmqTileFor(op.X.Rows)) }
+func (d *Device) MatMul(op MatMulOp) error {
+	return d.matMul(op, mmqTileFor(mmqKind(op.W), op.X.Rows))
+}
 
 // matMul runs op in tiles of tile.
 func (d *Device) matMul(op MatMulOp, tile mmqTile) error {

@@ -47,6 +47,7 @@ var kernelNames = map[string][]string{
 	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,
+	"mmq":       mmqKernelNames(),
 	"sample":    {"sample"},
 }
 
@@ -121,7 +122,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// optInShared lets the mvq kernels use the device's shared memory beyond
+// optInShared lets the mvq and mmq kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).
 func (d *Device) optInShared() error {
 	n, err := d.ctx.MaxSharedOptIn()
@@ -129,7 +130,7 @@ func (d *Device) optInShared() error {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	d.maxShared = n - 1024
-	for _, name := range mvqKernels() {
+	for _, name := range append(mvqKernels(), mmqKernelNames()...) {
 		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
 			return fmt.Errorf("kernels: %w", err)
 		}

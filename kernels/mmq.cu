@@ -1,0 +1,447 @@
+// mmq.cu: matrix-matrix products Y[B×rows] = X[B×cols] · Wᵀ on the tensor
+// cores, for quantized W (Q4_0 and Q8_0 as stored, Q8_0 in the wide layout
+// of kernels/wide.go, Q4_K, Q5_K), with int8 mma.sync (m16n8k32, sm_80 and
+// newer).
+//
+// Two launches:
+//   - mmq_quantize rounds X to 8 bits in blocks of 32 values (d =
+//     max|v|/127, q = round-to-even(v·127/max|v|), as the mvq products do)
+//     into a scratch buffer: B rows of kpad int8 values (kpad = cols rounded
+//     up to a whole stage of MMQ_KB blocks, the tail zero), then B rows of
+//     kpad/32 (d, d·Σq) f32 pairs (the sum serves the mins of Q4_K and
+//     Q5_K);
+//   - mmq_<type>_<BM>x<BN> multiplies: a block computes a BM × BN tile of
+//     Y (BM weight rows by BN batch columns; 64×64, 64×128 and 128×128 are
+//     compiled) with one warp per 32 × 32 sub-tile; the k axis runs in stages of MMQ_KB blocks of 32 values
+//     whose W and X tiles are copied to shared memory with cp.async, two
+//     stages in flight (double buffering). One m16n8k32 product is exactly
+//     one 32-value block (all of whose weights share a scale and a min in
+//     every type here), so its int32 result is scaled by d_w·d_x and added
+//     to f32 accumulators, less m_w·d_x·Σq_x for the types with mins.
+//     The epilogue writes Y, or adds to it (accumulate: the residual
+//     connection).
+//
+// The parameters travel as one struct by value, MmqParams, whose layout the
+// Go side (mmqParams in mmq_cuda.go) mirrors; mmq_layout writes its offsets
+// for the test that checks both agree.
+#include <stdint.h>
+#include <stddef.h>
+#include <cuda_fp16.h>
+
+#define MMQ_KB 4 // 32-value blocks per stage
+
+// Type codes, as gguf.Type (and T_WIDE in mvq.cu for the wide layout).
+#define MMQ_T_Q4_0 2
+#define MMQ_T_Q8_0 8
+#define MMQ_T_Q4_K 12
+#define MMQ_T_Q5_K 13
+#define MMQ_T_WIDE 256
+
+// MmqParams is one product. Pointers are device addresses; w must be
+// 16-byte aligned, row_bytes a multiple of 4 (cols a multiple of 64).
+struct MmqParams {
+  const uint8_t *w;  // rows × row_bytes: the weights, in their storage layout
+  const int8_t *xq;  // batch × kpad: X rounded to 8 bits (mmq_quantize)
+  const float2 *xd;  // batch × kpad/32: (d, d·Σq) of xq's blocks
+  float *y;          // batch × rows: the result
+  long long row_bytes; // stored size of one weight row
+  int rows;          // rows of W (columns of Y)
+  int cols;          // columns of W and X
+  int batch;         // rows of X and Y
+  int kpad;          // cols rounded up to a multiple of 32·MMQ_KB
+  int accumulate;    // 1: y += X·Wᵀ; 0: y = X·Wᵀ
+  int type;          // MMQ_T_* (documentation and checks; each kernel reads one)
+};
+
+static_assert(sizeof(MmqParams) == 64, "MmqParams is 64 bytes (mmqParams in mmq_cuda.go)");
+static_assert(offsetof(MmqParams, row_bytes) == 32, "MmqParams.row_bytes at 32");
+static_assert(offsetof(MmqParams, type) == 60, "MmqParams.type at 60");
+
+// mmq_quantize rounds x (batch × cols f32) to 8-bit blocks of 32: xq
+// (batch × kpad int8) and xd (batch × kpad/32 (d, d·Σq)), zero past cols.
+// One warp per block; grid (ceil(kpad/32/8), batch), 256 threads.
+extern "C" __global__ void mmq_quantize(const float *__restrict__ x, int8_t *__restrict__ xq,
+                                        float2 *__restrict__ xd, int cols, int kpad, int batch) {
+  const int lane = threadIdx.x & 31;
+  const int blk = blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int b = blockIdx.y;
+  if (b >= batch || blk * 32 >= kpad) return;
+  const int k = blk * 32 + lane;
+  const float v = k < cols ? x[(size_t)b * cols + k] : 0.0f;
+  float amax = fabsf(v);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = amax / 127.0f;
+  const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const int q = __float2int_rn(v * id);
+  xq[(size_t)b * kpad + k] = (int8_t)q;
+  int sum = q;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) xd[(size_t)b * (kpad / 32) + blk] = make_float2(d, d * (float)sum);
+}
+
+// Shared-memory row strides, in bytes, of one stage: the X tile (MMQ_KB·32
+// values plus 16 bytes of padding, so that the eight rows a fragment load
+// touches fall in distinct banks) and the W tile per storage layout
+// (WLayout::stride, chosen likewise).
+#define MMQ_XSTRIDE (MMQ_KB * 32 + 16)
+
+// WLayout<T> is how a stage of W rows of layout T sits in shared memory:
+// stride bytes per row, chunks cp.async copies of chunk bytes per row
+// (load), and frag, which reads the 8-bit values of one 32-value block j
+// of the stage for fragment column t: the 32-bit words of values 4t..4t+3
+// (lo) and 16+4t..16+4t+3 (hi), the block's scale dw and, for types with
+// a min (has_min), the min mw that the block's values are offset by (w =
+// dw·q − mw). h is the stage's parity (which half of a 256-value
+// super-block it holds).
+template <int T> struct WLayout;
+
+// ld32u reads a 32-bit word from a 2-byte aligned shared address.
+static __device__ __forceinline__ int ld32u(const uint8_t *p) {
+  const uint16_t *h = (const uint16_t *)p;
+  return (int)((uint32_t)h[0] | ((uint32_t)h[1] << 16));
+}
+
+// scale_min_k4 unpacks the 6-bit scale and min of group j (0..7) from the
+// 12 packed scale bytes of a Q4_K or Q5_K block (gguf.ScaleMinK4).
+static __device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int &sc, int &m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_0 as stored: 18-byte blocks (f16 d, 16 bytes of nibbles: value l low,
+// value l+16 high), copied raw in 4-byte words.
+template <> struct WLayout<MMQ_T_Q4_0> {
+  static constexpr int block = 18;
+  static constexpr int stride = 80; // 72 bytes of blocks, padded
+  static constexpr bool has_min = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *blk = row + j * 18;
+    const int q = ld32u(blk + 2 + 4 * t);
+    lo = __vsub4(q & 0x0F0F0F0F, 0x08080808);
+    hi = __vsub4((q >> 4) & 0x0F0F0F0F, 0x08080808);
+    dw = __half2float(*(const __half *)blk);
+    mw = 0.0f;
+  }
+};
+
+// Q8_0 as stored: 34-byte blocks (f16 d, 32 int8), copied raw in 4-byte
+// words.
+template <> struct WLayout<MMQ_T_Q8_0> {
+  static constexpr int block = 34;
+  static constexpr int stride = 144; // 136 bytes of blocks, padded
+  static constexpr bool has_min = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *blk = row + j * 34;
+    lo = ld32u(blk + 2 + 4 * t);
+    hi = ld32u(blk + 18 + 4 * t);
+    dw = __half2float(*(const __half *)blk);
+    mw = 0.0f;
+  }
+};
+
+// Q8_0 wide: a row's int8 values, then its f16 scales. A stage row: the
+// MMQ_KB·32 values (8 chunks of 16 bytes), then the MMQ_KB scales (one
+// chunk of 8 bytes).
+template <> struct WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE> {
+  static constexpr int stride = 144;
+  static constexpr bool has_min = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const int *q = (const int *)(row + j * 32);
+    lo = q[t];
+    hi = q[t + 4];
+    dw = __half2float(((const __half *)(row + MMQ_KB * 32))[j]);
+    mw = 0.0f;
+  }
+};
+
+// Q4_K: 144-byte super-blocks of 256 values (d, dmin, scales[12] in the
+// first 16 bytes, qs[128]: 32 bytes per 64 values, group 2c low nibbles,
+// 2c+1 high). A stage is half a super-block: its 16-byte head and the 64
+// bytes of qs of its four groups.
+template <> struct WLayout<MMQ_T_Q4_K> {
+  static constexpr int stride = 80;
+  static constexpr bool has_min = true;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *qs = row + 16 + 32 * (j >> 1);
+    const int sh = 4 * (j & 1);
+    lo = (*(const int *)(qs + 4 * t) >> sh) & 0x0F0F0F0F;
+    hi = (*(const int *)(qs + 16 + 4 * t) >> sh) & 0x0F0F0F0F;
+    int sc, m;
+    scale_min_k4(4 * h + j, row + 4, sc, m);
+    dw = __half2float(*(const __half *)row) * (float)sc;
+    mw = __half2float(*(const __half *)(row + 2)) * (float)m;
+  }
+};
+
+// Q5_K: 176-byte super-blocks (d, dmin, scales[12], qh[32]: bit g of byte
+// l is the fifth bit of value l of group g, qs[128] as Q4_K). A stage: the
+// 16-byte head, all of qh, and the 64 bytes of qs of its four groups.
+template <> struct WLayout<MMQ_T_Q5_K> {
+  static constexpr int stride = 112;
+  static constexpr bool has_min = true;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *qs = row + 48 + 32 * (j >> 1);
+    const int sh = 4 * (j & 1), g = 4 * h + j;
+    const int *qh = (const int *)(row + 16);
+    lo = ((*(const int *)(qs + 4 * t) >> sh) & 0x0F0F0F0F) | (((qh[t] >> g) & 0x01010101) << 4);
+    hi = ((*(const int *)(qs + 16 + 4 * t) >> sh) & 0x0F0F0F0F) | (((qh[t + 4] >> g) & 0x01010101) << 4);
+    int sc, m;
+    scale_min_k4(g, row + 4, sc, m);
+    dw = __half2float(*(const __half *)row) * (float)sc;
+    mw = __half2float(*(const __half *)(row + 2)) * (float)m;
+  }
+};
+
+// mmq_layout writes sizeof(MmqParams) and the offset of each field, in
+// declaration order, to out[0..11], then the shared-memory strides the Go
+// side sizes the stages with (WLayout<T>::stride for Q4_0, Q8_0, wide
+// Q8_0, Q4_K, Q5_K, and MMQ_XSTRIDE) to out[12..17], for the layout test.
+extern "C" __global__ void mmq_layout(int *out) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  out[0] = sizeof(MmqParams);
+  out[1] = offsetof(MmqParams, w);
+  out[2] = offsetof(MmqParams, xq);
+  out[3] = offsetof(MmqParams, xd);
+  out[4] = offsetof(MmqParams, y);
+  out[5] = offsetof(MmqParams, row_bytes);
+  out[6] = offsetof(MmqParams, rows);
+  out[7] = offsetof(MmqParams, cols);
+  out[8] = offsetof(MmqParams, batch);
+  out[9] = offsetof(MmqParams, kpad);
+  out[10] = offsetof(MmqParams, accumulate);
+  out[11] = offsetof(MmqParams, type);
+  out[12] = WLayout<MMQ_T_Q4_0>::stride;
+  out[13] = WLayout<MMQ_T_Q8_0>::stride;
+  out[14] = WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE>::stride;
+  out[15] = WLayout<MMQ_T_Q4_K>::stride;
+  out[16] = WLayout<MMQ_T_Q5_K>::stride;
+  out[17] = MMQ_XSTRIDE;
+}
+
+// Stage is one k stage of both tiles in shared memory (dynamic; the Go
+// side's mmqShared is 2·sizeof(Stage)).
+template <int T, int BM, int BN> struct Stage {
+  uint8_t w[BM * WLayout<T>::stride]; // BM weight rows of the stage's blocks
+  int8_t x[BN * MMQ_XSTRIDE];         // BN batch rows of 8-bit values
+  float2 xd[BN * MMQ_KB];             // their (scale, scale·Σq), MMQ_KB per row
+};
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// cp_async copies n (4, 8 or 16) bytes from global src to shared dst, or
+// zero-fills them when valid is false (src is then not read).
+template <int N> static __device__ __forceinline__ void cp_async(void *dst, const void *src, bool valid) {
+  const int size = valid ? N : 0;
+  if constexpr (N == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(size));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(N), "r"(size));
+  }
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// load_w queues the copies of stage s of the W rows from bm into dst; rows
+// past W's are zero-filled, and so are blocks past its columns (raw
+// layouts; the others have whole super-blocks).
+template <int T, int BM, int THREADS>
+static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, int s, int bm) {
+  const int tid = threadIdx.x;
+  const int kb0 = s * MMQ_KB;
+  constexpr int S = WLayout<T>::stride;
+  if constexpr (T == MMQ_T_Q4_0 || T == MMQ_T_Q8_0) {
+    // The stage's blocks as raw bytes, in 4-byte words.
+    constexpr int words = MMQ_KB * WLayout<T>::block / 4;
+    const int valid = (min(MMQ_KB, p.cols / 32 - kb0) * WLayout<T>::block) / 4;
+    for (int idx = tid; idx < BM * words; idx += THREADS) {
+      const int i = idx / words, u = idx % words, r = bm + i;
+      const bool ok = r < p.rows && u < valid;
+      const uint8_t *src = ok ? p.w + (size_t)r * p.row_bytes + (size_t)kb0 * WLayout<T>::block + 4 * u : p.w;
+      cp_async<4>(dst + i * S + 4 * u, src, ok);
+    }
+  } else if constexpr (T == MMQ_T_Q8_0 + MMQ_T_WIDE) {
+    // Eight 16-byte chunks of values and one 8-byte chunk of scales per row.
+    for (int idx = tid; idx < BM * 9; idx += THREADS) {
+      const int i = idx / 9, c = idx % 9, r = bm + i;
+      const uint8_t *row = p.w + (size_t)r * p.row_bytes;
+      const bool ok = r < p.rows;
+      if (c < 8) {
+        cp_async<16>(dst + i * S + 16 * c, ok ? row + kb0 * 32 + 16 * c : p.w, ok);
+      } else {
+        cp_async<8>(dst + i * S + MMQ_KB * 32, ok ? row + p.cols + 2 * kb0 : p.w, ok);
+      }
+    }
+  } else {
+    // K-quants: the super-block's 16-byte head (and Q5_K's 32 bytes of
+    // high bits), then the stage's 64 bytes of nibbles.
+    constexpr int bytes = T == MMQ_T_Q4_K ? 144 : 176;
+    constexpr int head = T == MMQ_T_Q4_K ? 1 : 3; // 16-byte chunks before qs
+    const int sb = s >> 1, half = s & 1;
+    for (int idx = tid; idx < BM * (head + 4); idx += THREADS) {
+      const int i = idx / (head + 4), c = idx % (head + 4), r = bm + i;
+      const uint8_t *blk = p.w + (size_t)r * p.row_bytes + (size_t)sb * bytes;
+      const int off = c < head ? 16 * c : 16 * head + 64 * half + 16 * (c - head);
+      const bool ok = r < p.rows;
+      cp_async<16>(dst + i * S + 16 * c, ok ? blk + off : p.w, ok);
+    }
+  }
+}
+
+// load_stage queues the copies of stage s (blocks s·MMQ_KB ...) of the W
+// rows from bm and the X rows from bn into st; X rows past the batch are
+// zero-filled.
+template <int T, int BM, int BN, int THREADS>
+static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T, BM, BN> &st, int s, int bm, int bn) {
+  load_w<T, BM, THREADS>(p, st.w, s, bm);
+  const int kb0 = s * MMQ_KB;
+  // Eight 16-byte chunks of values and two of scales per batch row.
+  for (int idx = threadIdx.x; idx < BN * 10; idx += THREADS) {
+    const int i = idx / 10, c = idx % 10, b = bn + i;
+    const bool ok = b < p.batch;
+    if (c < 8) {
+      const int8_t *src = ok ? p.xq + (size_t)b * p.kpad + kb0 * 32 + 16 * c : p.xq;
+      cp_async<16>(st.x + i * MMQ_XSTRIDE + 16 * c, src, ok);
+    } else {
+      const float2 *src = ok ? p.xd + (size_t)b * (p.kpad / 32) + kb0 + 2 * (c - 8) : p.xd;
+      cp_async<16>(st.xd + i * MMQ_KB + 2 * (c - 8), src, ok);
+    }
+  }
+}
+
+// mma_s8 is c = a·b for a 16×32 int8 tile a (row-major fragments) and a
+// 32×8 int8 tile b (column-major), int32 results.
+static __device__ __forceinline__ void mma_s8(int c[4], const int a[4], const int b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0), "r"(0), "r"(0), "r"(0));
+#endif
+}
+
+// i2f converts an int32 of magnitude below 2^22 (a block's dot product:
+// at most 32·128·127) to float exactly, with an integer and a float add:
+// the bits of 1.5·2^23 + c read as a float are that number exactly, since
+// floats in [2^23, 2^24) are the integers. Cheaper than I2F, which runs at
+// a quarter of the float rate and would bound the products.
+static __device__ __forceinline__ float i2f(int c) {
+  return __int_as_float(0x4B400000 + c) - 12582912.0f;
+}
+
+// compute_stage adds the stage's products to the warp's 32 × 32 tile acc
+// (two 16-row tiles by four 8-column tiles, four values each); h is the
+// stage's parity. Fragment layouts of m16n8k32 (PTX ISA): with g = lane/4
+// and t = lane%4, A's registers are rows g, g+8, g, g+8 at words t, t,
+// t+4, t+4; B's are column g at words t and t+4; C's are (g, 2t),
+// (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
+template <int T, int BM, int BN>
+static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st, int h, int wr, int wc, float acc[2][4][4]) {
+  using L = WLayout<T>;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < MMQ_KB; j++) {
+    int a[2][4];
+    float dw[2][2], mw[2][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++) {
+      const uint8_t *r0 = st.w + (wr + mi * 16 + g) * L::stride;
+      const uint8_t *r1 = r0 + 8 * L::stride;
+      L::frag(r0, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
+      L::frag(r1, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ni++) {
+      const int *xr = (const int *)(st.x + (wc + ni * 8 + g) * MMQ_XSTRIDE + j * 32);
+      const int b[2] = {xr[t], xr[t + 4]};
+      const int c0 = wc + ni * 8 + 2 * t;
+      const float2 x0 = st.xd[c0 * MMQ_KB + j], x1 = st.xd[(c0 + 1) * MMQ_KB + j];
+#pragma unroll
+      for (int mi = 0; mi < 2; mi++) {
+        int c[4];
+        mma_s8(c, a[mi], b);
+        acc[mi][ni][0] += i2f(c[0]) * (dw[mi][0] * x0.x);
+        acc[mi][ni][1] += i2f(c[1]) * (dw[mi][0] * x1.x);
+        acc[mi][ni][2] += i2f(c[2]) * (dw[mi][1] * x0.x);
+        acc[mi][ni][3] += i2f(c[3]) * (dw[mi][1] * x1.x);
+        if constexpr (L::has_min) {
+          acc[mi][ni][0] -= mw[mi][0] * x0.y;
+          acc[mi][ni][1] -= mw[mi][0] * x1.y;
+          acc[mi][ni][2] -= mw[mi][1] * x0.y;
+          acc[mi][ni][3] -= mw[mi][1] * x1.y;
+        }
+      }
+    }
+  }
+}
+
+// mmq is the product for weights of layout T in BM × BN tiles of Y, one
+// warp per 32 × 32 sub-tile; grid (ceil(rows/BM), ceil(batch/BN)),
+// 32·(BM/32)·(BN/32) threads, 2·sizeof(Stage<T, BM, BN>) bytes of dynamic
+// shared memory.
+template <int T, int BM, int BN> static __device__ void mmq(const MmqParams &p) {
+  constexpr int THREADS = 32 * (BM / 32) * (BN / 32);
+  extern __shared__ __align__(16) uint8_t mmq_shared[];
+  Stage<T, BM, BN> *st = (Stage<T, BM, BN> *)mmq_shared;
+  const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wr = (warp % (BM / 32)) * 32, wc = (warp / (BM / 32)) * 32;
+  float acc[2][4][4] = {};
+  const int stages = p.kpad / (32 * MMQ_KB);
+  load_stage<T, BM, BN, THREADS>(p, st[0], 0, bm, bn);
+  cp_async_commit();
+  for (int s = 0; s < stages; s++) {
+    if (s + 1 < stages) {
+      load_stage<T, BM, BN, THREADS>(p, st[(s + 1) & 1], s + 1, bm, bn);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    compute_stage<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
+    __syncthreads(); // st[s & 1] is refilled with stage s+2 next
+  }
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < 2; mi++) {
+#pragma unroll
+    for (int ni = 0; ni < 4; ni++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
+        const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
+        if (r < p.rows && b < p.batch) {
+          float *y = p.y + (size_t)b * p.rows + r;
+          *y = p.accumulate ? *y + acc[mi][ni][e] : acc[mi][ni][e];
+        }
+      }
+    }
+  }
+}
+
+// The kernels: mmq_<type>_<BM>x<BN>, each held to 128 registers a thread
+// so that 16 warps fit a multiprocessor.
+#define MMQ_KERNEL(name, T, BM, BN)                                        \
+  extern "C" __global__ void __launch_bounds__(32 * (BM / 32) * (BN / 32), \
+                                               16 / ((BM / 32) * (BN / 32))) \
+      name(const MmqParams p) {                                            \
+    mmq<T, BM, BN>(p);                                                     \
+  }
+#define MMQ_KERNELS(name, T)                 \
+  MMQ_KERNEL(name##_64x64, T, 64, 64)        \
+  MMQ_KERNEL(name##_64x128, T, 64, 128)      \
+  MMQ_KERNEL(name##_128x128, T, 128, 128)
+MMQ_KERNELS(mmq_q4_0, MMQ_T_Q4_0)
+MMQ_KERNELS(mmq_q8_0, MMQ_T_Q8_0)
+MMQ_KERNELS(mmq_q8_0_wide, MMQ_T_Q8_0 + MMQ_T_WIDE)
+MMQ_KERNELS(mmq_q4_k, MMQ_T_Q4_K)
+MMQ_KERNELS(mmq_q5_k, MMQ_T_Q5_K)

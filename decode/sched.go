@@ -160,7 +160,7 @@ func (s *Scheduler) Submit(ctx context.Context, r Request) (*Stream, error) {
 		s.metrics.reject(rejectReason(err))
 		return nil, err
 	}
-	if err := s.enqueue(seq); err != nil {
+	if err := s.enqueueAll([]*sequence{seq}); err != nil {
 		return nil, err
 	}
 	return seq.stream, nil
@@ -211,26 +211,6 @@ func rejectReason(err error) string {
 		return "internal"
 	}
 	return "invalid"
-}
-
-// enqueue queues seq unless the scheduler is closing or full.
-func (s *Scheduler) enqueue(seq *sequence) error {
-	s.mu.Lock()
-	switch {
-	case s.closing:
-		s.mu.Unlock()
-		s.metrics.reject("shutting_down")
-		return ErrShuttingDown
-	case s.inflight >= len(s.slots)+s.cfg.MaxQueue:
-		s.mu.Unlock()
-		s.metrics.reject("queue_full")
-		return ErrQueueFull
-	}
-	s.queue = append(s.queue, seq)
-	s.inflight++
-	s.mu.Unlock()
-	s.signal()
-	return nil
 }
 
 // Capacity is the most requests that can be queued or running at once

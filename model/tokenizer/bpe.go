@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"container/heap"
+	"math"
 	"strings"
 )
 
@@ -66,18 +67,7 @@ type bpeSession struct {
 // encodeBPE appends the tokens of one raw-text fragment to out, like
 // llama.cpp's llm_tokenizer_bpe_session.
 func (t *Tokenizer) encodeBPE(text string, out []int32) []int32 {
-	s := bpeSession{t: t}
-	for _, w := range t.pre.split(decodeCpts(text)) {
-		s.buf = s.buf[:0]
-		for _, r := range w {
-			var enc [4]byte
-			for _, b := range appendCpt(enc[:0], r) {
-				s.buf = append(s.buf, byteStrings[b]...)
-			}
-		}
-		out = s.encodeWord(string(s.buf), out)
-	}
-	return out
+	return t.encodeBPEAtMost(text, out, math.MaxInt)
 }
 
 // encodeWord merges one byte-encoded word and appends its tokens.

@@ -84,10 +84,10 @@ func TestTinyMetadata(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("model.Load reads embd, layers, heads, kv heads, head dim, ffn, vocab = %v, want %v", got, want)
 			}
-			if (m.RopeFreqs != nil) != (cfg.RopeScaling != nil) {
-				t.Errorf("rope_freqs present = %v, want %v", m.RopeFreqs != nil, cfg.RopeScaling != nil)
+			if rf := m.Tensors[model.RopeFreqs]; (rf != nil) != (cfg.RopeScaling != nil) {
+				t.Errorf("rope_freqs present = %v, want %v", rf != nil, cfg.RopeScaling != nil)
 			}
-			if m.Output != m.TokEmbd {
+			if !m.Tied() {
 				t.Errorf("tiny %s output is not tied", arch)
 			}
 		})

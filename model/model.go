@@ -48,6 +48,7 @@ type Config struct {
 	SlidingWindow  int     // attention.sliding_window, 0 = none
 	Experts        int     // expert_count, 0 = a dense feed-forward
 	ExpertsUsed    int     // expert_used_count
+	AttnScale      float32 // attention logit scale, 0 = 1/√HeadDim
 	AttnSoftcap    float32 // attention logit soft-capping, 0 = none
 	FinalSoftcap   float32 // final logit soft-capping, 0 = none
 }

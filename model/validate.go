@@ -57,6 +57,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("%d experts used per token is not in [1, %d experts]", c.ExpertsUsed, c.Experts)
 	case c.Experts == 0 && c.ExpertsUsed != 0:
 		return fmt.Errorf("%d experts used per token without expert_count", c.ExpertsUsed)
+	case !finite(c.AttnScale) || c.AttnScale < 0:
+		return fmt.Errorf("attention scale %g is not finite and non-negative", c.AttnScale)
 	case !finite(c.AttnSoftcap) || c.AttnSoftcap < 0, !finite(c.FinalSoftcap) || c.FinalSoftcap < 0:
 		return fmt.Errorf("soft-capping %g / %g is not finite and non-negative", c.AttnSoftcap, c.FinalSoftcap)
 	}

@@ -10,7 +10,8 @@ import (
 	"llmserve/model"
 )
 
-// TestGPUSupports checks which passes the GPU engine accepts: the llama
+// TestGPUSupports (no device needed, so not in a _cuda_test file that
+// is skipped without one) checks which passes the GPU engine accepts: the llama
 // family runs, gemma2, phi3 and the expert mixture are refused with
 // ErrUnsupported (the binary then falls back to the CPU engine).
 func TestGPUSupports(t *testing.T) {

@@ -2,7 +2,6 @@ package decode
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 
 	"llmserve/gguf"
@@ -22,8 +21,9 @@ type CPUOptions struct {
 	Progress Progress
 }
 
-// CPUEngine runs the forward pass of a model on the CPU with the pure-Go
-// kernels. It is the reference the GPU engine is tested against.
+// CPUEngine runs the forward pass a model describes (model.Graph) on the
+// CPU with the pure-Go kernels, step by step. It is the reference the GPU
+// engine is tested against.
 type CPUEngine struct {
 	m    *model.Model
 	pool *kernels.Pool
@@ -34,38 +34,18 @@ type CPUEngine struct {
 	kCache [][]float32 // [layer][seq*Context*kvDim + pos*kvDim + i]
 	vCache [][]float32 // same layout as kCache
 
-	ropeFreqs []float32 // [RopeDim/2] llama3 frequency divisors, or nil
+	ropeFreqs []float32 // [RopeDim/2] frequency divisors (llama3, LongRoPE, linear scale), or nil
 	s         cpuScratch
-	pageSum   byte // sum of the bytes prefault read, kept so the reads stay
-}
-
-// cpuWeights holds the model's matrices in the kernels' form.
-type cpuWeights struct {
-	tokEmbd, output kernels.Matrix
-	outputNorm      []float32
-	layers          []cpuLayer
-}
-
-type cpuLayer struct {
-	attnNorm, ffnNorm   []float32
-	q, k, v, o          kernels.Matrix
-	qBias, kBias, vBias []float32 // nil when absent
-	qNorm, kNorm        []float32 // nil when absent
-	gate, up, down      kernels.Matrix
+	dump      TensorDump // receives every named intermediate when set
+	pageSum   byte       // sum of the bytes prefault read, kept so the reads stay
 }
 
 // cpuScratch holds the activations of one chunk of at most MaxBatch tokens.
 type cpuScratch struct {
-	x      []float32 // [B, Embd] residual stream
-	xn     []float32 // [B, Embd] normalized input of a sub-block
-	q      []float32 // [B, Heads*HeadDim]
-	k, v   []float32 // [B, kvDim]
-	att    []float32 // [B, Heads*HeadDim] attention output
-	proj   []float32 // [B, Embd] output of attn_output / ffn_down
-	gate   []float32 // [B, FFN]
-	up     []float32 // [B, FFN]
-	scores []float32 // [Threads, Context] attention scores per worker
-	rows   []float32 // [B, Embd] normalized rows whose logits are wanted
+	bufs   [model.NumBufs][]float32 // [B, BufWidth(b)] for the buffers the graph uses
+	scores []float32                // [Threads, Context] attention scores per worker
+	rowTok []int                    // [B] token index of each logits row
+	moe    moeScratch               // buffers of the expert mixture, when there is one
 }
 
 // NewCPUEngine prepares m for inference on the CPU.
@@ -91,7 +71,7 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 	if e.w, err = loadCPUWeights(m); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if e.ropeFreqs, err = ropeFactors(m); err != nil {
+	if e.ropeFreqs, err = ropeFactors(m, opts.Context); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	cacheLen := opts.MaxSeqs * opts.Context * e.kvDim
@@ -101,13 +81,17 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		e.kCache[l] = make([]float32, cacheLen)
 		e.vCache[l] = make([]float32, cacheLen)
 	}
-	B, qDim := opts.MaxBatch, m.Heads*m.HeadDim
-	e.s = cpuScratch{
-		x: make([]float32, B*m.Embd), xn: make([]float32, B*m.Embd),
-		q: make([]float32, B*qDim), k: make([]float32, B*e.kvDim), v: make([]float32, B*e.kvDim),
-		att: make([]float32, B*qDim), proj: make([]float32, B*m.Embd),
-		gate: make([]float32, B*m.FFN), up: make([]float32, B*m.FFN),
-		scores: make([]float32, opts.Threads*opts.Context), rows: make([]float32, B*m.Embd),
+	B := opts.MaxBatch
+	used := m.Graph.Buffers()
+	for b := range e.s.bufs {
+		if used[b] && model.Buf(b) != model.BufLogits {
+			e.s.bufs[b] = make([]float32, B*m.BufWidth(model.Buf(b)))
+		}
+	}
+	e.s.scores = make([]float32, opts.Threads*opts.Context)
+	e.s.rowTok = make([]int, B)
+	if m.Experts > 0 {
+		e.s.moe = newMoEScratch(&m.Config, B)
 	}
 	e.pool = kernels.NewPool(opts.Threads)
 	return e, nil
@@ -117,12 +101,12 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 // the scratch buffers NewCPUEngine allocates, and refuses them when they
 // exceed avail (< 0: unknown). The weights stay in the file's mapping.
 func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
-	kvDim, qDim := m.KVHeads*m.HeadDim, m.Heads*m.HeadDim
+	kvDim := m.KVHeads * m.HeadDim
 	kv, err := sizeProduct("decode: KV cache", 2, len(m.Layers), opts.MaxSeqs, opts.Context, kvDim, 4)
 	if err != nil {
 		return err
 	}
-	rows, err := sizeProduct("decode: activations", opts.MaxBatch, 4*m.Embd+2*qDim+2*kvDim+2*m.FFN, 4)
+	rows, err := sizeProduct("decode: activations", opts.MaxBatch, activationWidth(m), 4)
 	if err != nil {
 		return err
 	}
@@ -136,43 +120,6 @@ func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
 	}
 	return checkFits(fmt.Sprintf("decode: KV cache of %d layers × %d sequences × %d positions × %d values and buffers",
 		len(m.Layers), opts.MaxSeqs, opts.Context, kvDim), need, avail)
-}
-
-func loadCPUWeights(m *model.Model) (cpuWeights, error) {
-	var w cpuWeights
-	var err error
-	mat := func(t *model.Tensor) kernels.Matrix {
-		if err != nil {
-			return kernels.Matrix{}
-		}
-		var mx kernels.Matrix
-		mx, err = kernels.NewMatrix(t.Type, t.Rows(), int(t.Dims[0]), t.Data)
-		if err != nil {
-			err = fmt.Errorf("tensor %q: %w", t.Name, err)
-		}
-		return mx
-	}
-	vec := func(t *model.Tensor) []float32 {
-		if err != nil || t == nil {
-			return nil
-		}
-		var v []float32
-		v, err = f32s(t)
-		return v
-	}
-	w.tokEmbd, w.output, w.outputNorm = mat(m.TokEmbd), mat(m.Output), vec(m.OutputNorm)
-	w.layers = make([]cpuLayer, len(m.Layers))
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		w.layers[i] = cpuLayer{
-			attnNorm: vec(l.AttnNorm), ffnNorm: vec(l.FFNNorm),
-			q: mat(l.Q), k: mat(l.K), v: mat(l.V), o: mat(l.O),
-			qBias: vec(l.QBias), kBias: vec(l.KBias), vBias: vec(l.VBias),
-			qNorm: vec(l.QNorm), kNorm: vec(l.KNorm),
-			gate: mat(l.Gate), up: mat(l.Up), down: mat(l.Down),
-		}
-	}
-	return w, err
 }
 
 // prefault reads one byte of every page of every weight tensor, so that the
@@ -193,30 +140,6 @@ func prefault(m *model.Model, progress Progress) byte {
 		}
 	})
 	return sum
-}
-
-// ropeFactors returns the per-frequency divisors of the rotation angles:
-// llama3's rope_freqs times the linear position scale's inverse (dividing
-// every angle by 1/scale is scaling every position by scale), or nil when
-// both are absent.
-func ropeFactors(m *model.Model) ([]float32, error) {
-	if m.RopeFreqs == nil && m.RopeScale == 1 {
-		return nil, nil
-	}
-	ff := make([]float32, m.RopeDim/2)
-	for i := range ff {
-		ff[i] = 1
-	}
-	if m.RopeFreqs != nil {
-		var err error
-		if ff, err = f32s(m.RopeFreqs); err != nil {
-			return nil, err
-		}
-	}
-	for i := range ff {
-		ff[i] /= m.RopeScale
-	}
-	return ff, nil
 }
 
 // f32s decodes a 1-D tensor of any dequantizable type into float32.
@@ -255,137 +178,6 @@ func (e *CPUEngine) Forward(b *Batch, out []float32) error {
 	return b.chunks(e.opts.MaxBatch, e.m.Vocab, out, e.step)
 }
 
-// step runs a chunk of at most MaxBatch tokens and returns the number of
-// logit rows it wrote.
-func (e *CPUEngine) step(b *Batch, out []float32) (int, error) {
-	m, s, n := e.m, &e.s, b.Len()
-	embd := m.Embd
-	for i, tok := range b.Tokens {
-		if err := kernels.Row(e.w.tokEmbd, int(tok), s.x[i*embd:(i+1)*embd]); err != nil {
-			return 0, fmt.Errorf("decode: token_embd: %w", err)
-		}
-	}
-	for l := range e.w.layers {
-		if err := e.layer(l, b); err != nil {
-			return 0, fmt.Errorf("decode: blk.%d: %w", l, err)
-		}
-	}
-	rows := 0
-	for i := 0; i < n; i++ {
-		if b.Logits[i] {
-			kernels.RMSNorm(s.rows[rows*embd:(rows+1)*embd], s.x[i*embd:(i+1)*embd], e.w.outputNorm, m.RMSEps)
-			rows++
-		}
-	}
-	if rows == 0 {
-		return 0, nil
-	}
-	if err := kernels.MatMul(e.pool, e.w.output, s.rows[:rows*embd], rows, out[:rows*m.Vocab]); err != nil {
-		return 0, fmt.Errorf("decode: output: %w", err)
-	}
-	return rows, nil
-}
-
-// layer runs transformer block l over the chunk in e.s.x.
-func (e *CPUEngine) layer(l int, b *Batch) error {
-	m, s, w, n := e.m, &e.s, &e.w.layers[l], b.Len()
-	embd, qDim, kvDim := m.Embd, m.Heads*m.HeadDim, e.kvDim
-	for i := 0; i < n; i++ {
-		kernels.RMSNorm(s.xn[i*embd:(i+1)*embd], s.x[i*embd:(i+1)*embd], w.attnNorm, m.RMSEps)
-	}
-	if err := e.matmuls(n, s.xn[:n*embd], []kernels.Matrix{w.q, w.k, w.v}, [][]float32{s.q, s.k, s.v}, []string{"attn_q", "attn_k", "attn_v"}); err != nil {
-		return err
-	}
-	for i := 0; i < n; i++ {
-		q, k, v := s.q[i*qDim:(i+1)*qDim], s.k[i*kvDim:(i+1)*kvDim], s.v[i*kvDim:(i+1)*kvDim]
-		if w.qBias != nil {
-			kernels.Add(q, w.qBias)
-			kernels.Add(k, w.kBias)
-			kernels.Add(v, w.vBias)
-		}
-		if w.qNorm != nil {
-			for h := 0; h < m.Heads; h++ {
-				kernels.RMSNorm(q[h*m.HeadDim:(h+1)*m.HeadDim], q[h*m.HeadDim:(h+1)*m.HeadDim], w.qNorm, m.RMSEps)
-			}
-			for h := 0; h < m.KVHeads; h++ {
-				kernels.RMSNorm(k[h*m.HeadDim:(h+1)*m.HeadDim], k[h*m.HeadDim:(h+1)*m.HeadDim], w.kNorm, m.RMSEps)
-			}
-		}
-		e.rope(q, m.Heads, b.Pos[i])
-		e.rope(k, m.KVHeads, b.Pos[i])
-		at := e.cacheOffset(b.Seq[i], b.Pos[i])
-		copy(e.kCache[l][at:at+kvDim], k)
-		copy(e.vCache[l][at:at+kvDim], v)
-	}
-	e.attention(l, b)
-	if err := kernels.MatMul(e.pool, w.o, s.att[:n*qDim], n, s.proj[:n*embd]); err != nil {
-		return fmt.Errorf("attn_output: %w", err)
-	}
-	kernels.Add(s.x[:n*embd], s.proj[:n*embd])
-	for i := 0; i < n; i++ {
-		kernels.RMSNorm(s.xn[i*embd:(i+1)*embd], s.x[i*embd:(i+1)*embd], w.ffnNorm, m.RMSEps)
-	}
-	if err := e.matmuls(n, s.xn[:n*embd], []kernels.Matrix{w.gate, w.up}, [][]float32{s.gate, s.up}, []string{"ffn_gate", "ffn_up"}); err != nil {
-		return err
-	}
-	ffn := s.gate[:n*m.FFN]
-	kernels.SwiGLU(ffn, ffn, s.up[:n*m.FFN])
-	if err := kernels.MatMul(e.pool, w.down, ffn, n, s.proj[:n*embd]); err != nil {
-		return fmt.Errorf("ffn_down: %w", err)
-	}
-	kernels.Add(s.x[:n*embd], s.proj[:n*embd])
-	return nil
-}
-
-// matmuls multiplies the same input by several matrices.
-func (e *CPUEngine) matmuls(n int, x []float32, ws []kernels.Matrix, ys [][]float32, names []string) error {
-	for j, w := range ws {
-		if err := kernels.MatMul(e.pool, w, x, n, ys[j][:n*w.Rows]); err != nil {
-			return fmt.Errorf("%s: %w", names[j], err)
-		}
-	}
-	return nil
-}
-
-// rope rotates the heads of one token at position pos.
-func (e *CPUEngine) rope(x []float32, heads int, pos int32) {
-	m := e.m
-	kernels.RoPE(x, heads, m.HeadDim, m.RopeDim, int(pos), m.RopeBase, m.Arch.RopeNeox, e.ropeFreqs)
-}
-
 func (e *CPUEngine) cacheOffset(seq, pos int32) int {
 	return (int(seq)*e.opts.Context + int(pos)) * e.kvDim
-}
-
-// attention computes softmax(q·K/sqrt(d))·V for every token and head of the
-// chunk over positions 0..pos of the token's sequence, spread over workers.
-func (e *CPUEngine) attention(l int, b *Batch) {
-	m, s := e.m, &e.s
-	hd, qDim, group := m.HeadDim, m.Heads*m.HeadDim, m.Heads/m.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	tasks := b.Len() * m.Heads
-	workers := e.opts.Threads
-	kc, vc := e.kCache[l], e.vCache[l]
-	e.pool.For(workers, func(lo, hi int) {
-		for wk := lo; wk < hi; wk++ {
-			scores := s.scores[wk*e.opts.Context : (wk+1)*e.opts.Context]
-			// Contiguous tasks keep the query heads that share a KV head
-			// on one worker, so the cached rows are read once from memory.
-			for task := wk * tasks / workers; task < (wk+1)*tasks/workers; task++ {
-				i, h := task/m.Heads, task%m.Heads
-				q := s.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
-				out := s.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
-				base := e.cacheOffset(b.Seq[i], 0) + (h/group)*hd
-				nPos := int(b.Pos[i]) + 1
-				span := (nPos-1)*e.kvDim + hd
-				kernels.Dots(scores[:nPos], q, kc[base:base+span], e.kvDim)
-				for p := range scores[:nPos] {
-					scores[p] *= scale
-				}
-				kernels.Softmax(scores[:nPos])
-				clear(out)
-				kernels.Axpys(out, scores[:nPos], vc[base:base+span], e.kvDim)
-			}
-		}
-	})
 }

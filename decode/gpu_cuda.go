@@ -106,6 +106,9 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.GraphCheck {
 		opts.Graphs = true
 	}
+	if err := gpuSupports(m); err != nil {
+		return nil, fmt.Errorf("decode: cuda: %w", err)
+	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
 		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (a multiple of 4, at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
 	}
@@ -217,10 +220,10 @@ func (e *GPUEngine) init() error {
 	e.s.picks = e.in.Ptr().Add(12 * int64(B))
 	e.s.picked = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(inWords)), Len: B}
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, B)
-	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.Arch.RopeNeox, Factors: e.w.ropeFactors}
+	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {
 		w := &e.w.layers[l]
-		r, err := e.dev.NewRopeEpilogue(kernels.RopeStoreOp{Cache: e.kv[l], QNorm: w.qNorm, KNorm: w.kNorm, Eps: m.RMSEps,
+		r, err := e.dev.NewRopeEpilogue(kernels.RopeStoreOp{Cache: e.kv[l], QNorm: w.vecs[model.AttnQNorm], KNorm: w.vecs[model.AttnKNorm], Eps: m.RMSEps,
 			Pos: e.s.pos, Seq: e.s.seq, Rope: rope})
 		if err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)

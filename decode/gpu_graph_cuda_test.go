@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"llmserve/internal/cuda"
+	"llmserve/model"
 )
 
 // stepwise feeds tokens to sequence 0 in steps of the given sizes (cycled)
@@ -240,7 +241,7 @@ func TestGPUProfileStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("profile of one token of %s:\n%s", "tiny-qwen2-Q4_K_M", sb.String())
-	if !m.Arch.QKVBias {
+	if m.Layers[0][model.AttnQBias] == nil {
 		t.Fatalf("%s has no Q/K/V biases; the expected launches below assume them", "tiny-qwen2-Q4_K_M")
 	}
 	// qwen2 rotates neox-style, so the rotation runs as a launch of its own

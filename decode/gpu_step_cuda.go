@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"llmserve/kernels"
+	"llmserve/model"
 )
 
 // gpuOverlapTokens is the largest step whose kernels start before the one
@@ -73,8 +74,8 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	// kernels allow, else as a launch of their own right after it.
 	if err := e.op(l, "attn_norm+qkv+rope+cache_store", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: w.q, Y: q, Bias: w.qBias}, {W: w.k, Y: k, Bias: w.kBias}, {W: w.v, Y: v, Bias: w.vBias}},
-			X:    x, Norm: w.attnNorm, Eps: m.RMSEps, Rope: e.rope[l],
+			Segs: []kernels.MatVecSeg{{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]}, {W: w.mats[model.AttnK], Y: k, Bias: w.vecs[model.AttnKBias]}, {W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]}},
+			X:    x, Norm: w.vecs[model.AttnNorm], Eps: m.RMSEps, Rope: e.rope[l],
 		})
 	}); err != nil {
 		return err
@@ -83,19 +84,19 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 		return err
 	}
 	if err := e.op(l, "attn_output+residual", func() error {
-		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.o, Y: x}}, X: att, Accumulate: true})
+		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.mats[model.AttnOut], Y: x}}, X: att, Accumulate: true})
 	}); err != nil {
 		return err
 	}
 	if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: w.gate, Y: gate}, {W: w.up, Y: up}},
-			X:    x, Norm: w.ffnNorm, Eps: m.RMSEps, GLU: true,
+			Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNGate], Y: gate}, {W: w.mats[model.FFNUp], Y: up}},
+			X:    x, Norm: w.vecs[model.FFNNorm], Eps: m.RMSEps, GLU: true,
 		})
 	}); err != nil {
 		return err
 	}
 	return e.op(l, "ffn_down+residual", func() error {
-		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.down, Y: x}}, X: gate, Accumulate: true})
+		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNDown], Y: x}}, X: gate, Accumulate: true})
 	})
 }

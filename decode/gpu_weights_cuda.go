@@ -20,12 +20,12 @@ type gpuWeights struct {
 	layers          []gpuLayer
 }
 
+// gpuLayer holds one block's tensors by model.TensorID: matrices in mats,
+// vectors (norms 1 × width, biases) decoded to f32 in vecs; absent ones
+// have Cols == 0 and a zero Ptr.
 type gpuLayer struct {
-	attnNorm, ffnNorm   kernels.DevF32 // 1 × Embd
-	q, k, v, o          kernels.DevMatrix
-	qBias, kBias, vBias kernels.DevF32 // zero Ptr when absent
-	qNorm, kNorm        kernels.DevF32 // 1 × HeadDim, zero Ptr when absent
-	gate, up, down      kernels.DevMatrix
+	mats [model.NumTensors]kernels.DevMatrix
+	vecs [model.NumTensors]kernels.DevF32
 }
 
 // weightArena packs every tensor into one device allocation.
@@ -115,22 +115,24 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		}
 		return kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(v)), Rows: 1, Cols: len(v)}
 	}
-	w.tokEmbd = mat(m.TokEmbd, false) // first, so that a tied output is read as stored
-	w.output = mat(m.Output, true)
-	w.outputNorm = vec(m.OutputNorm)
+	w.tokEmbd = mat(m.Tensors[model.TokEmbd], false) // first, so that a tied output is read as stored
+	w.output = mat(m.Tensors[model.Output], true)
+	w.outputNorm = vec(m.Tensors[model.OutputNorm])
+	w.layers = make([]gpuLayer, len(m.Layers))
 	for i := range m.Layers {
-		l := &m.Layers[i]
-		w.layers = append(w.layers, gpuLayer{
-			attnNorm: vec(l.AttnNorm), ffnNorm: vec(l.FFNNorm),
-			q: mat(l.Q, true), k: mat(l.K, true), v: mat(l.V, true), o: mat(l.O, true),
-			qBias: vec(l.QBias), kBias: vec(l.KBias), vBias: vec(l.VBias),
-			qNorm: vec(l.QNorm), kNorm: vec(l.KNorm),
-			gate: mat(l.Gate, true), up: mat(l.Up, true), down: mat(l.Down, true),
-		})
+		for id, t := range m.Layers[i] {
+			switch {
+			case t == nil:
+			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix:
+				w.layers[i].mats[id] = mat(t, true)
+			default:
+				w.layers[i].vecs[id] = vec(t)
+			}
+		}
 	}
 	if err == nil {
 		var ff []float32
-		if ff, err = ropeFactors(m); err == nil && ff != nil {
+		if ff, err = ropeFactors(m, m.CtxTrain); err == nil && ff != nil {
 			w.ropeFactors = kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
 		}
 	}
@@ -179,11 +181,9 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	w.ropeFactors.Ptr = rel(w.ropeFactors.Ptr, w.ropeFactors.Cols > 0)
 	for i := range w.layers {
 		l := &w.layers[i]
-		for _, mp := range []*kernels.DevMatrix{&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down} {
-			mp.Ptr = rel(mp.Ptr, true)
-		}
-		for _, vp := range []*kernels.DevF32{&l.attnNorm, &l.ffnNorm, &l.qBias, &l.kBias, &l.vBias, &l.qNorm, &l.kNorm} {
-			vp.Ptr = rel(vp.Ptr, vp.Cols > 0)
+		for id := range l.mats {
+			l.mats[id].Ptr = rel(l.mats[id].Ptr, l.mats[id].Cols > 0)
+			l.vecs[id].Ptr = rel(l.vecs[id].Ptr, l.vecs[id].Cols > 0)
 		}
 	}
 	return w, buf, nil

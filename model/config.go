@@ -8,8 +8,8 @@ import (
 )
 
 // readConfig reads the hyperparameters under the "{arch}." metadata prefix.
-func readConfig(f *gguf.File, arch Arch) (Config, error) {
-	c := Config{Arch: arch, RopeBase: 10000, RopeScale: 1}
+func readConfig(f *gguf.File, arch *Arch) (Config, error) {
+	c := Config{Arch: arch, RopeBase: 10000, RopeScale: 1, RopeAttnFactor: 1}
 	c.Name, _ = f.String("general.name")
 	p := arch.Name + "."
 	required := []struct {
@@ -85,7 +85,49 @@ func readConfig(f *gguf.File, arch Arch) (Config, error) {
 	if err := readRopeScaling(f, p, &c); err != nil {
 		return c, err
 	}
+	counts := []struct {
+		key string
+		dst *int
+	}{
+		{"expert_count", &c.Experts},
+		{"expert_used_count", &c.ExpertsUsed},
+		{"attention.sliding_window", &c.SlidingWindow},
+		{"rope.scaling.original_context_length", &c.RopeOrigCtx},
+	}
+	for _, o := range counts {
+		v, err := f.Uint32(p + o.key)
+		switch {
+		case errors.Is(err, gguf.ErrKeyNotFound):
+		case err != nil:
+			return c, err
+		case v > maxContext:
+			return c, fmt.Errorf("%s%s = %d is out of range", p, o.key, v)
+		default:
+			*o.dst = int(v)
+		}
+	}
+	if err := optFloat(f, p+"rope.scaling.attn_factor", &c.RopeAttnFactor); err != nil {
+		return c, err
+	}
+	if arch.Hparams != nil {
+		if err := arch.Hparams(f, &c); err != nil {
+			return c, err
+		}
+	}
 	return c, c.check()
+}
+
+// optFloat reads the float key into dst when the file has it.
+func optFloat(f *gguf.File, key string, dst *float32) error {
+	v, err := f.Float32(key)
+	switch {
+	case errors.Is(err, gguf.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	*dst = v
+	return nil
 }
 
 // readRopeScaling applies "linear" position scaling; "none" and llama3's

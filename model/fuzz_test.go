@@ -143,7 +143,10 @@ func loadAndStep(t *testing.T, data []byte) {
 // synthetic model of each architecture, then loads the result and runs a
 // step of the ones that load.
 func FuzzLoad(f *testing.F) {
-	bases := []*synth.Raw{tinyRaw(f, "llama"), tinyRaw(f, "qwen2"), tinyRaw(f, "qwen3")}
+	var bases []*synth.Raw
+	for _, arch := range fuzzArches {
+		bases = append(bases, tinyRaw(f, arch))
+	}
 	f.Add(uint8(0), uint8(0), uint8(0), uint64(0), uint8(0), uint8(0), uint64(0))
 	f.Add(uint8(1), uint8(5), uint8(2), uint64(0x7fc00000), uint8(3), uint8(1), uint64(1<<56))
 	f.Add(uint8(2), uint8(9), uint8(11), uint64(7), uint8(20), uint8(2), uint64(1))
@@ -179,17 +182,22 @@ func FuzzLoadHeader(f *testing.F) {
 // TestFuzzSeedsLoad runs the seed mutations as a plain test, so that the
 // fuzz targets' code is exercised by every test run.
 func TestFuzzSeedsLoad(t *testing.T) {
-	r := tinyRaw(t, "llama")
-	for kind := uint8(0); kind < 12; kind++ {
-		for field := uint8(0); field < 12; field++ {
-			c := r.Clone()
-			mutateKV(c, kind*3, kind, 1<<40+uint64(kind))
-			mutateTensor(c, field*2, field, uint64(field)*977)
-			data, err := c.Encode()
-			if err != nil {
-				continue
+	for _, arch := range fuzzArches {
+		r := tinyRaw(t, arch)
+		for kind := uint8(0); kind < 12; kind++ {
+			for field := uint8(0); field < 12; field++ {
+				c := r.Clone()
+				mutateKV(c, kind*3, kind, 1<<40+uint64(kind))
+				mutateTensor(c, field*2, field, uint64(field)*977)
+				data, err := c.Encode()
+				if err != nil {
+					continue
+				}
+				loadAndStep(t, data)
 			}
-			loadAndStep(t, data)
 		}
 	}
 }
+
+// fuzzArches are the synth architectures the fuzz targets start from.
+var fuzzArches = []string{"llama", "qwen2", "qwen3", "gemma2", "phi3", "mixtral"}

@@ -276,7 +276,59 @@ func buildCorpus(t *testing.T) []corpusFile {
 			binary.LittleEndian.PutUint32(r.Data[rf.Offset+4:], math.Float32bits(v))
 		})
 	}
+	archCases(c, nan, inf)
 	return c.files
+}
+
+// archCases adds the hyperparameters and tensors of gemma2, phi3 and the
+// Mixtral-style llama.
+func archCases(c *corpus, nan, inf float32) {
+	t := c.t
+	gemma2, phi3, mixtral := tinyRaw(t, "gemma2"), tinyRaw(t, "phi3"), tinyRaw(t, "mixtral")
+	for _, b := range []struct {
+		name string
+		r    *synth.Raw
+	}{{"gemma2", gemma2}, {"phi3", phi3}, {"mixtral", mixtral}} {
+		c.edit("control", b.name, mustServe, b.r, func(*synth.Raw) {})
+	}
+	for _, v := range []uint32{0, 5, 1 << 20} {
+		c.edit("experts", fmt.Sprintf("expert_used_count %d of 4", v), mustFail, mixtral, func(r *synth.Raw) { r.Set("llama.expert_used_count", u32(v)) })
+	}
+	c.edit("experts", "expert_count 1<<20", mustFail, mixtral, func(r *synth.Raw) { r.Set("llama.expert_count", u32(1<<20)) })
+	c.edit("experts", "expert_count 8 over 4 experts' tensors", mustFail, mixtral, func(r *synth.Raw) { r.Set("llama.expert_count", u32(8)) })
+	c.edit("experts", "expert_count absent", mustFail, mixtral, func(r *synth.Raw) { r.Delete("llama.expert_count") })
+	c.edit("experts", "experts on gemma2", mustFail, gemma2, func(r *synth.Raw) {
+		r.Set("gemma2.expert_count", u32(4))
+		r.Set("gemma2.expert_used_count", u32(2))
+	})
+	for _, name := range []string{"blk.1.ffn_gate_exps.weight", "blk.0.ffn_gate_inp.weight"} {
+		c.edit("experts", name+" absent", mustFail, mixtral, func(r *synth.Raw) {
+			r.Tensors = slices.DeleteFunc(r.Tensors, func(t synth.RawTensor) bool { return t.Name == name })
+		})
+	}
+	c.edit("experts", "ffn_down_exps with 3 experts", mustFail, mixtral, func(r *synth.Raw) {
+		d := r.Tensor("blk.0.ffn_down_exps.weight")
+		d.Dims = []uint64{d.Dims[0], d.Dims[1], 3}
+	})
+	for _, v := range []float32{nan, inf, -1} {
+		for _, key := range []string{"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping", "gemma2.attention.scale"} {
+			c.edit("soft-capping", fmt.Sprintf("%s %g", key, v), mustFail, gemma2, func(r *synth.Raw) { r.Set(key, f32(v)) })
+		}
+		c.edit("longrope", fmt.Sprintf("attn_factor %g", v), mustFail, phi3, func(r *synth.Raw) { r.Set("phi3.rope.scaling.attn_factor", f32(v)) })
+	}
+	c.edit("soft-capping", "gemma2 without soft-capping", mustServe, gemma2, func(r *synth.Raw) {
+		r.Delete("gemma2.attn_logit_softcapping")
+		r.Delete("gemma2.final_logit_softcapping")
+	})
+	c.edit("window", "sliding_window 2^32-1", mustFail, phi3, func(r *synth.Raw) { r.Set("phi3.attention.sliding_window", u32(math.MaxUint32)) })
+	c.edit("window", "sliding_window 1", mustServe, gemma2, func(r *synth.Raw) { r.Set("gemma2.attention.sliding_window", u32(1)) })
+	c.edit("fused", "attn_qkv without V rows", mustFail, phi3, func(r *synth.Raw) {
+		q := r.Tensor("blk.0.attn_qkv.weight")
+		q.Dims = []uint64{q.Dims[0], q.Dims[1] / 2}
+	})
+	c.edit("fused", "post_ffw_norm absent", mustFail, gemma2, func(r *synth.Raw) {
+		r.Tensors = slices.DeleteFunc(r.Tensors, func(t synth.RawTensor) bool { return t.Name == "blk.1.post_ffw_norm.weight" })
+	})
 }
 
 // TestMalformedModels loads every file of the corpus through model.Open and

@@ -28,11 +28,11 @@ func TestLoadStories(t *testing.T) {
 	m := load(t, "models/stories260K.gguf")
 	c := m.Config
 	want := Config{Arch: archs["llama"], Name: c.Name, Embd: 64, Layers: 5, Heads: 8, KVHeads: 4, HeadDim: 8, FFN: 172,
-		Vocab: 512, CtxTrain: 128, RMSEps: 1e-5, RopeBase: 10000, RopeDim: 8, RopeScale: 1}
+		Vocab: 512, CtxTrain: 128, RMSEps: 1e-5, RopeBase: 10000, RopeDim: 8, RopeScale: 1, RopeAttnFactor: 1}
 	if c != want {
 		t.Errorf("config\n got %+v\nwant %+v", c, want)
 	}
-	if m.Output == nil || m.Output.Name != "output.weight" {
+	if out := m.Tensors[Output]; out == nil || out.Name != "output.weight" {
 		t.Error("stories260K stores output.weight; Output should be it")
 	}
 }
@@ -46,11 +46,11 @@ func TestLoadGolden(t *testing.T) {
 				t.Errorf("config %+v", m.Config)
 			}
 			qwen := strings.HasPrefix(name, "tiny-qwen2")
-			if m.Arch.RopeNeox != qwen || (m.Layers[0].QBias != nil) != qwen {
-				t.Errorf("arch %+v: qwen2 options wrong", m.Arch)
+			if m.RopeNeox() != qwen || (m.Layers[0][AttnQBias] != nil) != qwen {
+				t.Errorf("arch %s: qwen2 options wrong", m.Arch.Name)
 			}
-			if tied := strings.Contains(name, "tied"); (m.Output == m.TokEmbd) != tied {
-				t.Errorf("tied output = %v, want %v", m.Output == m.TokEmbd, tied)
+			if tied := strings.Contains(name, "tied"); m.Tied() != tied {
+				t.Errorf("tied output = %v, want %v", m.Tied(), tied)
 			}
 		})
 	}

@@ -11,21 +11,17 @@ import (
 
 // MatrixTypes are the tensor types of the weight matrices that every engine
 // multiplies (the CPU kernels; the GPU engine runs a subset and falls back
-// to the CPU for the rest). Vectors (norms, biases, rope_freqs) are F32.
+// to the CPU for the rest). Vectors (norms, biases, rope factors) are F32.
 var MatrixTypes = []gguf.Type{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 }
 
-// tensorsPerLayer is the fewest tensors a block has (norms, Q, K, V, O and
-// the three feed-forward matrices).
-const tensorsPerLayer = 9
-
 // checkType refuses a tensor whose type no engine computes with: matrices
 // must be one of MatrixTypes, vectors F32.
-func checkType(t *Tensor) error {
-	if len(t.Dims) == 1 {
+func checkType(t *Tensor, kind Kind) error {
+	if kind != KindMatrix {
 		if t.Type != gguf.TypeF32 {
 			return fmt.Errorf("tensor %q is %s, want F32", t.Name, t.Type)
 		}
@@ -37,105 +33,94 @@ func checkType(t *Tensor) error {
 	return nil
 }
 
-// loadTensors finds every tensor the architecture needs and checks its shape.
+// layerTensors is the set of tensors block l's steps read, in table order.
+func (g *Graph) layerTensors(l int) []TensorID {
+	var want [NumTensors]bool
+	for _, id := range blockTensors(g.Blocks[l]) {
+		want[id] = true
+	}
+	var ids []TensorID
+	for id := range want {
+		if want[id] {
+			ids = append(ids, TensorID(id))
+		}
+	}
+	return ids
+}
+
+// LayerTensors is the set of tensors block l of the pass reads.
+func (g *Graph) LayerTensors(l int) []TensorID { return g.layerTensors(l) }
+
+// loadTensors finds every tensor the forward pass reads and checks its
+// shape and type against the table.
 func (m *Model) loadTensors(f *gguf.File) error {
 	c := &m.Config
-	q, kv := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	embd, ffn := int64(c.Embd), int64(c.FFN)
-	get := func(name string, dims ...int64) (*Tensor, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return nil, fmt.Errorf("tensor %q not found", name)
-		}
-		if !slices.Equal(ti.Dims, dims) {
-			return nil, fmt.Errorf("tensor %q has shape %v, want %v", name, ti.Dims, dims)
-		}
-		t := &Tensor{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: f.TensorData(ti)}
-		if err := checkType(t); err != nil {
-			return nil, err
-		}
-		return t, nil
-	}
-	emb, ok := f.Tensor("token_embd.weight")
+	emb, ok := f.Tensor(Spec(TokEmbd).Name)
 	if !ok || len(emb.Dims) != 2 {
 		return fmt.Errorf("tensor \"token_embd.weight\" not found or not 2-D")
 	}
 	if emb.Dims[1] < 1 || emb.Dims[1] > maxVocab {
 		return fmt.Errorf("tensor \"token_embd.weight\": %d rows is not a vocabulary size in [1, %d]", emb.Dims[1], maxVocab)
 	}
-	if c.Layers > len(f.Tensors)/tensorsPerLayer {
-		return fmt.Errorf("%d blocks need at least %d tensors, the file has %d", c.Layers, c.Layers*tensorsPerLayer, len(f.Tensors))
+	if per := len(m.Graph.layerTensors(0)); c.Layers > len(f.Tensors)/per {
+		return fmt.Errorf("%d blocks need at least %d tensors, the file has %d", c.Layers, c.Layers*per, len(f.Tensors))
 	}
 	c.Vocab = int(emb.Dims[1])
-	vocab := int64(c.Vocab)
 	if err := checkVocabSize(f, c); err != nil {
 		return err
 	}
-	var err error
-	if m.TokEmbd, err = get("token_embd.weight", embd, vocab); err != nil {
-		return err
-	}
-	if m.OutputNorm, err = get("output_norm.weight", embd); err != nil {
-		return err
-	}
-	m.Output = m.TokEmbd
-	if _, ok := f.Tensor("output.weight"); ok {
-		if m.Output, err = get("output.weight", embd, vocab); err != nil {
+	for _, id := range m.Graph.Globals {
+		t, err := getTensor(f, c, id, -1)
+		if err != nil {
 			return err
 		}
+		m.Tensors[id] = t
 	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		if m.RopeFreqs, err = get("rope_freqs.weight", int64(c.RopeDim/2)); err != nil {
-			return err
-		}
-		if err := checkRopeFreqs(m.RopeFreqs); err != nil {
-			return err
+	if m.Tensors[Output] == nil {
+		m.Tensors[Output] = m.Tensors[TokEmbd]
+	}
+	for _, id := range []TensorID{RopeFreqs, RopeFactorsLong, RopeFactorsShort} {
+		if t := m.Tensors[id]; t != nil {
+			if err := checkRopeFreqs(t); err != nil {
+				return err
+			}
 		}
 	}
 	m.Layers = make([]Layer, c.Layers)
-	for i := range m.Layers {
-		if err := m.loadLayer(i, get, q, kv, embd, ffn); err != nil {
-			return err
+	for l := range m.Layers {
+		for _, id := range m.Graph.layerTensors(l) {
+			t, err := getTensor(f, c, id, l)
+			if err != nil {
+				return err
+			}
+			if t == nil {
+				return fmt.Errorf("tensor %q not found", TensorName(id, l))
+			}
+			m.Layers[l][id] = t
 		}
 	}
 	return nil
 }
 
-func (m *Model) loadLayer(i int, get func(string, ...int64) (*Tensor, error), q, kv, embd, ffn int64) error {
-	l := &m.Layers[i]
-	hd := int64(m.HeadDim)
-	specs := []struct {
-		dst  **Tensor
-		name string
-		dims []int64
-		want bool
-	}{
-		{&l.AttnNorm, "attn_norm.weight", []int64{embd}, true},
-		{&l.Q, "attn_q.weight", []int64{embd, q}, true},
-		{&l.K, "attn_k.weight", []int64{embd, kv}, true},
-		{&l.V, "attn_v.weight", []int64{embd, kv}, true},
-		{&l.O, "attn_output.weight", []int64{q, embd}, true},
-		{&l.QBias, "attn_q.bias", []int64{q}, m.Arch.QKVBias},
-		{&l.KBias, "attn_k.bias", []int64{kv}, m.Arch.QKVBias},
-		{&l.VBias, "attn_v.bias", []int64{kv}, m.Arch.QKVBias},
-		{&l.QNorm, "attn_q_norm.weight", []int64{hd}, m.Arch.QKNorm},
-		{&l.KNorm, "attn_k_norm.weight", []int64{hd}, m.Arch.QKNorm},
-		{&l.FFNNorm, "ffn_norm.weight", []int64{embd}, true},
-		{&l.Gate, "ffn_gate.weight", []int64{embd, ffn}, true},
-		{&l.Up, "ffn_up.weight", []int64{embd, ffn}, true},
-		{&l.Down, "ffn_down.weight", []int64{ffn, embd}, true},
-	}
-	for _, s := range specs {
-		if !s.want {
-			continue
+// getTensor returns tensor id of block layer (-1: a global one) with its
+// shape and type checked; an optional tensor the file lacks is nil.
+func getTensor(f *gguf.File, c *Config, id TensorID, layer int) (*Tensor, error) {
+	spec, name := Spec(id), TensorName(id, layer)
+	ti, ok := f.Tensor(name)
+	if !ok {
+		if spec.Optional {
+			return nil, nil
 		}
-		t, err := get(fmt.Sprintf("blk.%d.%s", i, s.name), s.dims...)
-		if err != nil {
-			return err
-		}
-		*s.dst = t
+		return nil, fmt.Errorf("tensor %q not found", name)
 	}
-	return nil
+	if dims := c.Shape(id); !slices.Equal(ti.Dims, dims) {
+		return nil, fmt.Errorf("tensor %q has shape %v, want %v", name, ti.Dims, dims)
+	}
+	t := &Tensor{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: f.TensorData(ti)}
+	if err := checkType(t, spec.Kind); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // checkVocabSize compares {arch}.vocab_size, when present, with the rows of

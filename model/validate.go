@@ -17,6 +17,7 @@ const (
 	maxRMSEps    = 1       // an epsilon this large is not a small constant any more
 	maxRopeBase  = 1e12    // above this every rotation is ~0 and the file is corrupt
 	maxRopeScale = 1 << 16 // linear rope scaling factor
+	maxExperts   = 1 << 12 // experts of a mixture
 )
 
 // finite reports whether x is neither NaN nor infinite.
@@ -48,6 +49,41 @@ func (c *Config) check() error {
 		return fmt.Errorf("rope frequency base %g is not in (1, %g]", c.RopeBase, float32(maxRopeBase))
 	case !finite(c.RopeScale) || c.RopeScale <= 0:
 		return fmt.Errorf("rope position scale %g is not positive", c.RopeScale)
+	case !finite(c.RopeAttnFactor) || c.RopeAttnFactor <= 0 || c.RopeAttnFactor > maxRopeScale:
+		return fmt.Errorf("rope attention factor %g is not in (0, %d]", c.RopeAttnFactor, maxRopeScale)
+	case c.Experts > maxExperts:
+		return fmt.Errorf("%d experts is more than %d", c.Experts, maxExperts)
+	case c.Experts > 0 && (c.ExpertsUsed < 1 || c.ExpertsUsed > c.Experts):
+		return fmt.Errorf("%d experts used per token is not in [1, %d experts]", c.ExpertsUsed, c.Experts)
+	case c.Experts == 0 && c.ExpertsUsed != 0:
+		return fmt.Errorf("%d experts used per token without expert_count", c.ExpertsUsed)
+	case !finite(c.AttnScale) || c.AttnScale < 0:
+		return fmt.Errorf("attention scale %g is not finite and non-negative", c.AttnScale)
+	case !finite(c.AttnSoftcap) || c.AttnSoftcap < 0, !finite(c.FinalSoftcap) || c.FinalSoftcap < 0:
+		return fmt.Errorf("soft-capping %g / %g is not finite and non-negative", c.AttnSoftcap, c.FinalSoftcap)
+	}
+	return nil
+}
+
+// minTensorsPerLayer is the fewest tensors any architecture's block holds
+// (phi3: attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up, ffn_down); it
+// bounds the block count by the file's tensor count before a pass is built.
+const minTensorsPerLayer = 6
+
+// check verifies that the pass only reads what the hyperparameters give:
+// an expert mixture needs a MoE step, and every step's buffers exist.
+func (g *Graph) check(c *Config) error {
+	if len(g.Blocks) != c.Layers {
+		return fmt.Errorf("%d blocks built for %d layers", len(g.Blocks), c.Layers)
+	}
+	moe := false
+	for _, b := range g.Blocks {
+		for _, s := range b {
+			moe = moe || s.Op == OpMoE
+		}
+	}
+	if c.Experts > 0 && !moe {
+		return fmt.Errorf("%d experts: %w for this architecture", c.Experts, ErrUnsupported)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ type stopList []string
 func (s *stopList) String() string     { return fmt.Sprint(*s) }
 func (s *stopList) Set(v string) error { *s = append(*s, v); return nil }
 
-func generateCmd(args []string) error {
+func generateCmd(args []string) (err error) {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: llmserve generate -m model.gguf [-p PROMPT] [-n N] [--temp T] [--seed S] ...\n\nStreams the continuation of PROMPT to standard output. An empty prompt starts from BOS.")
@@ -55,6 +55,7 @@ func generateCmd(args []string) error {
 	fs.Func("frequency-penalty", "frequency penalty", floatFlag(&sp.FrequencyPenalty))
 	fs.IntVar(&sp.PenaltyLastN, "repeat-last-n", 64, "tokens the penalties look back over")
 	seed := fs.Uint64("seed", 0, "random seed (0 = random)")
+	dumpDir := fs.String("dump-tensors", "", "write every named intermediate (blk.N.attn_norm, ...) of every token to `DIR`, one f32 file per name and position with an index.tsv (runs on the CPU)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,17 +93,48 @@ func generateCmd(args []string) error {
 	if ctxLen > m.CtxTrain {
 		fmt.Fprintf(os.Stderr, "llmserve: warning: context of %d tokens is larger than the %d the model was trained on\n", ctxLen, m.CtxTrain)
 	}
+	if *dumpDir != "" && *gpuLayers != 0 {
+		if *gpuLayers > 0 {
+			fmt.Fprintln(os.Stderr, "llmserve: warning: --dump-tensors runs on the CPU engine")
+		}
+		*gpuLayers = 0
+	}
 	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap},
 		func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if *dumpDir != "" {
+		d, err := dumpTo(e, *dumpDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := d.Close(); err == nil {
+				err = cerr
+			}
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	return generate(ctx, e, tok, ids, *n, sp, stops, out)
+}
+
+// dumpTo has the CPU engine e write its intermediates to dir.
+func dumpTo(e decode.Engine, dir string) (*decode.DirDump, error) {
+	ce, ok := e.(*decode.CPUEngine)
+	if !ok {
+		return nil, errors.New("--dump-tensors needs the CPU engine")
+	}
+	d, err := decode.NewDirDump(dir)
+	if err != nil {
+		return nil, err
+	}
+	ce.SetTensorDump(d.Dump)
+	return d, nil
 }
 
 // generate prefills prompt and streams up to n sampled tokens' text to out.

@@ -54,7 +54,7 @@ func inspect(w io.Writer, f *gguf.File, path string, allKV bool) (err error) {
 		} else {
 			c := m.Config
 			fmt.Fprintf(w, "hyperparameters: embd %d, layers %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d, trained context %d, rms eps %g, rope base %g, rope dim %d, rope neox %v, tied output %v\n",
-				c.Embd, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab, c.CtxTrain, c.RMSEps, c.RopeBase, c.RopeDim, c.Arch.RopeNeox, m.Output == m.TokEmbd)
+				c.Embd, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab, c.CtxTrain, c.RMSEps, c.RopeBase, c.RopeDim, m.RopeNeox(), m.Tied())
 		}
 	}
 	printTokenizer(w, f)

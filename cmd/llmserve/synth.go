@@ -11,7 +11,7 @@ import (
 	"llmserve/model/synth"
 )
 
-const synthUsage = `usage: llmserve synth --arch llama|qwen2|qwen3 --shape tiny|1b|8b --type TYPE [--vocab vocab.gguf] [--seed N] -o out.gguf
+const synthUsage = `usage: llmserve synth --arch llama|qwen2|qwen3|gemma2|phi3|mixtral --shape SHAPE --type TYPE [--vocab vocab.gguf] [--seed N] -o out.gguf
 
 Writes a model with the architecture, shapes, tensor names and metadata of a
 real one and random weights drawn from the seed (the same flags give the same
@@ -27,6 +27,13 @@ Shapes (embedding, layers, heads/KV heads, head dim, feed-forward):
   qwen3 tiny  256, 4, 8/4, 64, 768, tied, rope 1e6, Q/K norms
   qwen3 1b    Qwen3-1.7B: 2048, 28, 16/8, 128, 6144, tied
   qwen3 8b    Qwen3-8B: 4096, 36, 32/8, 128, 12288, separate output.weight
+  gemma2 tiny 256, 4, 4/2, 64, 768, tied, window 64, soft-caps 50/30
+  gemma2 2b   Gemma-2-2B: 2304, 26, 8/4, 256, 9216, tied, window 4096, soft-caps 50/30
+  gemma2 9b   Gemma-2-9B: 3584, 42, 16/8, 256, 14336, tied, window 4096, soft-caps 50/30
+  phi3 tiny   256, 4, 8/8, 32, 768, fused attn_qkv and gate/up, window 2047
+  phi3 mini   Phi-3.5-mini: 3072, 32, 32/32, 96, 8192, LongRoPE factors (original context 4096)
+  mixtral tiny  256, 4, 8/4, 32, expert FFN 512, 4 experts, 2 per token, tied
+  mixtral 8x7b  Mixtral-8x7B: 4096, 32, 32/8, 128, expert FFN 14336, 8 experts, 2 per token
 
 The vocabulary size is the token count of --vocab, whose tokenizer.* metadata
 (tokens, merges, scores, special ids, chat template...) is copied. Without
@@ -39,7 +46,7 @@ Flags:
 func runSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	arch := fs.String("arch", "llama", "architecture: "+strings.Join(synth.Arches, ", "))
-	shape := fs.String("shape", "tiny", "shape: "+strings.Join(synth.ShapeNames, ", "))
+	shape := fs.String("shape", "tiny", "shape: tiny, or one that --arch has (see above)")
 	typ := fs.String("type", "F16", "file type: "+strings.Join(synth.FileTypes(), ", "))
 	vocabPath := fs.String("vocab", "", "GGUF file whose tokenizer metadata the model gets (default: built-in byte-level vocabulary)")
 	seed := fs.Uint64("seed", 1, "random seed")

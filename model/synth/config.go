@@ -2,12 +2,13 @@ package synth
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
 // Config is the architecture and shape of a synthetic model.
 type Config struct {
-	Arch          string  // llama.cpp architecture name: llama, qwen2 or qwen3
+	Arch          string  // llama.cpp architecture name: llama, qwen2, qwen3, gemma2 or phi3
 	Name          string  // general.name
 	ContextLength int     // {arch}.context_length
 	Embedding     int     // model width
@@ -19,12 +20,34 @@ type Config struct {
 	RopeBase      float32 // rope.freq_base
 	RMSEps        float32 // attention.layer_norm_rms_epsilon
 	Tied          bool    // no output.weight: the output projection is token_embd.weight
-	QKVBias       bool    // attn_q/k/v.bias tensors (qwen2)
-	QKNorm        bool    // attn_q_norm/attn_k_norm per-head RMSNorm weights (qwen3)
+	Experts       int     // expert_count (a Mixtral-style llama), 0 = dense
+	ExpertsUsed   int     // expert_used_count
+	SlidingWindow int     // attention.sliding_window, 0 = none
+	AttnSoftcap   float32 // attn_logit_softcapping (gemma2), 0 = none
+	FinalSoftcap  float32 // final_logit_softcapping (gemma2), 0 = none
 
 	// RopeScaling, when set, adds a rope_freqs.weight tensor with llama3's
 	// per-frequency divisors.
 	RopeScaling *Llama3RopeScaling
+	// LongRope, when set, adds phi3's rope_factors_long/short tensors.
+	LongRope *LongRopeScaling
+}
+
+// LongRopeScaling is Phi-3's "longrope" rope_scaling: the context it
+// extends and the factor of the longest wavelengths.
+type LongRopeScaling struct {
+	Factor          float64
+	OriginalContext int
+}
+
+// attnFactor is the scale of the rotated values LongRoPE implies:
+// √(1 + ln(context/original)/ln(original)).
+func (s *LongRopeScaling) attnFactor(context int) float32 {
+	r := float64(context) / float64(s.OriginalContext)
+	if r <= 1 {
+		return 1
+	}
+	return float32(math.Sqrt(1 + math.Log(r)/math.Log(float64(s.OriginalContext))))
 }
 
 // Llama3RopeScaling is the "llama3" rope_scaling of a Hugging Face config.
@@ -38,11 +61,23 @@ type Llama3RopeScaling struct {
 // llama31Scaling is the rope scaling of Llama 3.1 and 3.2.
 var llama31Scaling = Llama3RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}
 
-// Arches and ShapeNames list the accepted architecture and shape names.
+// Arches lists the accepted architecture names (mixtral is a llama with
+// experts) and Shapes the shape names of each.
 var (
-	Arches     = []string{"llama", "qwen2", "qwen3"}
-	ShapeNames = []string{"tiny", "1b", "8b"}
+	Arches = []string{"llama", "qwen2", "qwen3", "gemma2", "phi3", "mixtral"}
+	Shapes = map[string][]string{
+		"llama": {"tiny", "1b", "8b"}, "qwen2": {"tiny", "1b", "8b"}, "qwen3": {"tiny", "1b", "8b"},
+		"gemma2": {"tiny", "2b", "9b"}, "phi3": {"tiny", "mini"}, "mixtral": {"tiny", "8x7b"},
+	}
 )
+
+// fileArch is the general.architecture a synth architecture writes.
+func fileArch(arch string) string {
+	if arch == "mixtral" {
+		return "llama"
+	}
+	return arch
+}
 
 // Shape returns the configuration of an architecture at a named shape (see
 // the package documentation).
@@ -50,10 +85,10 @@ func Shape(arch, shape string) (Config, error) {
 	if !slices.Contains(Arches, arch) {
 		return Config{}, fmt.Errorf("synth: unknown architecture %q (want one of %v)", arch, Arches)
 	}
-	if !slices.Contains(ShapeNames, shape) {
-		return Config{}, fmt.Errorf("synth: unknown shape %q (want one of %v)", shape, ShapeNames)
+	if !slices.Contains(Shapes[arch], shape) {
+		return Config{}, fmt.Errorf("synth: unknown shape %q for %s (want one of %v)", shape, arch, Shapes[arch])
 	}
-	c := Config{Arch: arch, Name: "synth-" + arch + "-" + shape}
+	c := Config{Arch: fileArch(arch), Name: "synth-" + arch + "-" + shape}
 	switch arch {
 	case "llama":
 		scaling := llama31Scaling
@@ -68,7 +103,7 @@ func Shape(arch, shape string) (Config, error) {
 			c.setDims(4096, 32, 32, 8, 128, 14336, false)
 		}
 	case "qwen2":
-		c.RopeBase, c.RMSEps, c.ContextLength, c.QKVBias = 1e6, 1e-6, 32768, true
+		c.RopeBase, c.RMSEps, c.ContextLength = 1e6, 1e-6, 32768
 		switch shape {
 		case "tiny":
 			c.setDims(256, 4, 8, 4, 32, 768, true)
@@ -79,7 +114,7 @@ func Shape(arch, shape string) (Config, error) {
 			c.setDims(3584, 28, 28, 4, 128, 18944, false)
 		}
 	case "qwen3":
-		c.RopeBase, c.RMSEps, c.ContextLength, c.QKNorm = 1e6, 1e-6, 40960, true
+		c.RopeBase, c.RMSEps, c.ContextLength = 1e6, 1e-6, 40960
 		switch shape {
 		case "tiny":
 			c.setDims(256, 4, 8, 4, 64, 768, true)
@@ -88,6 +123,38 @@ func Shape(arch, shape string) (Config, error) {
 			c.setDims(2048, 28, 16, 8, 128, 6144, true)
 		case "8b":
 			c.setDims(4096, 36, 32, 8, 128, 12288, false)
+		}
+	case "gemma2":
+		c.RopeBase, c.RMSEps, c.ContextLength = 10000, 1e-6, 8192
+		c.SlidingWindow, c.AttnSoftcap, c.FinalSoftcap = 4096, 50, 30
+		switch shape {
+		case "tiny":
+			c.setDims(256, 4, 4, 2, 64, 768, true)
+			c.ContextLength, c.SlidingWindow = 4096, 64
+		case "2b":
+			c.setDims(2304, 26, 8, 4, 256, 9216, true)
+		case "9b":
+			c.setDims(3584, 42, 16, 8, 256, 14336, true)
+		}
+	case "phi3":
+		c.RopeBase, c.RMSEps, c.ContextLength = 10000, 1e-5, 131072
+		c.SlidingWindow, c.LongRope = 262144, &LongRopeScaling{Factor: 32, OriginalContext: 4096}
+		switch shape {
+		case "tiny":
+			c.setDims(256, 4, 8, 8, 32, 768, false)
+			c.ContextLength, c.SlidingWindow, c.LongRope = 4096, 2047, nil
+		case "mini":
+			c.setDims(3072, 32, 32, 32, 96, 8192, false)
+		}
+	case "mixtral":
+		c.RopeBase, c.RMSEps, c.ContextLength = 1e6, 1e-5, 32768
+		c.Experts, c.ExpertsUsed = 8, 2
+		switch shape {
+		case "tiny":
+			c.setDims(256, 4, 8, 4, 32, 512, true)
+			c.ContextLength, c.Experts = 4096, 4
+		case "8x7b":
+			c.setDims(4096, 32, 32, 8, 128, 14336, false)
 		}
 	}
 	return c, nil
@@ -115,8 +182,11 @@ func (c *Config) Validate() error {
 	if c.HeadDim%2 != 0 {
 		return fmt.Errorf("synth: head dim %d is odd", c.HeadDim)
 	}
-	if !slices.Contains(Arches, c.Arch) {
+	if c.Arch == "mixtral" || !slices.Contains(Arches, c.Arch) {
 		return fmt.Errorf("synth: unknown architecture %q", c.Arch)
+	}
+	if c.Experts < 0 || c.ExpertsUsed < 0 || (c.Experts > 0) != (c.ExpertsUsed > 0) || c.ExpertsUsed > c.Experts {
+		return fmt.Errorf("synth: %d of %d experts per token", c.ExpertsUsed, c.Experts)
 	}
 	return nil
 }

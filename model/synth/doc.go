@@ -1,5 +1,7 @@
 // Package synth writes synthetic GGUF models: the architecture, shapes,
-// metadata and tensor names of real Llama and Qwen models, with random
+// metadata and tensor names of real Llama, Qwen, Gemma 2, Phi-3 and
+// Mixtral models (their tensors are those model's tensor table gives the
+// architecture's forward pass), with random
 // weights drawn deterministically from a seed, and the tokenizer of a real
 // vocabulary file. They serve tests, benchmarks and `make run` without a
 // multi-gigabyte download; their text is noise.
@@ -16,6 +18,13 @@
 //	qwen3 tiny  256, 4 layers, 8/4, head 64 (Q is 512 wide), FFN 768, tied, rope 1e6, Q/K norms
 //	qwen3 1b    Qwen3-1.7B: 2048, 28 layers, 16/8, head 128, FFN 6144, tied, rope 1e6, Q/K norms
 //	qwen3 8b    Qwen3-8B: 4096, 36 layers, 32/8, head 128, FFN 12288, output.weight, rope 1e6, Q/K norms
+//	gemma2 tiny 256, 4 layers, 4/2, head 64, FFN 768, tied, window 64, soft-caps 50 and 30
+//	gemma2 2b   Gemma-2-2B: 2304, 26 layers, 8/4, head 256, FFN 9216, tied, window 4096, soft-caps 50 and 30
+//	gemma2 9b   Gemma-2-9B: 3584, 42 layers, 16/8, head 256, FFN 14336, tied, window 4096, soft-caps 50 and 30
+//	phi3 tiny   256, 4 layers, 8/8, head 32, FFN 768, output.weight, fused attn_qkv and ffn_up, window 2047
+//	phi3 mini   Phi-3.5-mini: 3072, 32 layers, 32/32, head 96, FFN 8192, output.weight, LongRoPE (factor 32 over 4096)
+//	mixtral tiny  256, 4 layers, 8/4, head 32, expert FFN 512, 4 experts (2 per token), tied
+//	mixtral 8x7b  Mixtral-8x7B: 4096, 32 layers, 32/8, head 128, expert FFN 14336, 8 experts (2 per token), output.weight
 //
 // The llama3 rope scaling of the llama shapes (factor 32, low-frequency
 // factor 1, high-frequency factor 4, original context 8192) is stored, as

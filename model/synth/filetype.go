@@ -30,7 +30,7 @@ func parseFileType(s string) (string, uint32, error) {
 // projection, attention V and feed-forward down the extra bits llama.cpp
 // gives them.
 func tensorTypes(mix string, c *Config, specs []tensorSpec) ([]gguf.Type, error) {
-	model := gguf.MixModel{Arch: c.Arch, NLayers: c.Layers, NHead: c.Heads, NHeadKV: c.KVHeads}
+	model := gguf.MixModel{Arch: c.Arch, NLayers: c.Layers, NHead: c.Heads, NHeadKV: c.KVHeads, NExpert: c.Experts}
 	ts := make([]gguf.MixTensor, len(specs))
 	for i, s := range specs {
 		ts[i] = gguf.MixTensor{Name: s.name, Dims: s.dims, Type: gguf.TypeF32}

@@ -43,8 +43,19 @@ func newRowFiller() *rowFiller {
 // fill writes rows row0, row0+1, ... of tensor t (whose generator key is
 // key) into dst, whose length is a whole number of rows.
 func (f *rowFiller) fill(t *tensorSpec, c *Config, key uint64, row0 int64, dst []float32) {
-	if t.init == initRopeFreqs {
+	switch t.init {
+	case initRopeFreqs:
 		copy(dst, ropeFreqs(c.RopeScaling, c.HeadDim, c.RopeBase))
+		return
+	case initRopeShort, initRopeLong:
+		// Short factors are 1; long ones rise from 1 to the scaling
+		// factor, as Phi-3.5's do from high to low frequencies.
+		for i := range dst {
+			dst[i] = 1
+			if t.init == initRopeLong && len(dst) > 1 {
+				dst[i] = float32(1 + (c.LongRope.Factor-1)*float64(i)/float64(len(dst)-1))
+			}
+		}
 		return
 	}
 	n := int(t.rowLen())

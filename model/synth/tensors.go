@@ -1,6 +1,10 @@
 package synth
 
-import "fmt"
+import (
+	"fmt"
+
+	"llmserve/model"
+)
 
 // initKind says how a tensor's values are drawn.
 type initKind int
@@ -10,6 +14,8 @@ const (
 	initNorm                      // 1 + N(0, 0.02)
 	initBias                      // N(0, 0.02)
 	initRopeFreqs                 // llama3 rope divisors, not random
+	initRopeLong                  // LongRoPE divisors beyond the original context
+	initRopeShort                 // LongRoPE divisors within it (all 1)
 )
 
 // tensorSpec is one tensor of a model.
@@ -32,40 +38,74 @@ func (t *tensorSpec) rows() int64 {
 	return n
 }
 
-// tensors lists the tensors of a model with vocab tokens, in file order,
-// under llama.cpp's names.
-func (c *Config) tensors(vocab int) []tensorSpec {
-	e, q, kv, ffn, v := int64(c.Embedding), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.FFN), int64(vocab)
-	ts := []tensorSpec{{name: "token_embd.weight", dims: []int64{e, v}, init: initMatrix, layer: -1}}
-	if c.RopeScaling != nil {
-		ts = append(ts, tensorSpec{name: "rope_freqs.weight", dims: []int64{int64(c.HeadDim / 2)}, init: initRopeFreqs, layer: -1})
+// modelConfig is the model package's view of c with vocab tokens, from
+// which the architecture's pass and the tensor table give the tensors.
+func (c *Config) modelConfig(vocab int) (model.Config, error) {
+	arch, err := model.LookupArch(c.Arch)
+	if err != nil {
+		return model.Config{}, fmt.Errorf("synth: %w", err)
 	}
+	return model.Config{
+		Arch: arch, Embd: c.Embedding, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		FFN: c.FFN, Vocab: vocab, RopeDim: c.HeadDim, Experts: c.Experts, ExpertsUsed: c.ExpertsUsed,
+		SlidingWindow: c.SlidingWindow, AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap,
+	}, nil
+}
+
+// tensors lists the tensors of a model with vocab tokens, in file order
+// (token_embd and rope factors, the blocks, output_norm and output), under
+// llama.cpp's names: those the architecture's forward pass reads, with the
+// shapes of model's tensor table.
+func (c *Config) tensors(vocab int) ([]tensorSpec, error) {
+	mc, err := c.modelConfig(vocab)
+	if err != nil {
+		return nil, err
+	}
+	g := mc.Arch.Build(&mc)
+	spec := func(id model.TensorID, layer int) tensorSpec {
+		init := initMatrix
+		switch model.Spec(id).Kind {
+		case model.KindNorm:
+			init = initNorm
+		case model.KindBias:
+			init = initBias
+		}
+		switch id {
+		case model.RopeFreqs:
+			init = initRopeFreqs
+		case model.RopeFactorsLong:
+			init = initRopeLong
+		case model.RopeFactorsShort:
+			init = initRopeShort
+		}
+		return tensorSpec{name: model.TensorName(id, layer), dims: mc.Shape(id), init: init, layer: layer}
+	}
+	present := func(id model.TensorID) bool {
+		switch id {
+		case model.Output:
+			return !c.Tied
+		case model.RopeFreqs:
+			return c.RopeScaling != nil
+		case model.RopeFactorsLong, model.RopeFactorsShort:
+			return c.LongRope != nil
+		}
+		return true
+	}
+	var head, tail []tensorSpec
+	for _, id := range g.Globals {
+		switch {
+		case !present(id):
+		case id == model.OutputNorm || id == model.Output:
+			tail = append(tail, spec(id, -1))
+		default:
+			head = append(head, spec(id, -1))
+		}
+	}
+	ts := head
 	for l := range c.Layers {
-		add := func(name string, init initKind, dims ...int64) {
-			ts = append(ts, tensorSpec{name: fmt.Sprintf("blk.%d.%s", l, name), dims: dims, init: init, layer: l})
+		for _, id := range g.LayerTensors(l) {
+			ts = append(ts, spec(id, l))
 		}
-		add("attn_norm.weight", initNorm, e)
-		add("attn_q.weight", initMatrix, e, q)
-		add("attn_k.weight", initMatrix, e, kv)
-		add("attn_v.weight", initMatrix, e, kv)
-		if c.QKVBias {
-			add("attn_q.bias", initBias, q)
-			add("attn_k.bias", initBias, kv)
-			add("attn_v.bias", initBias, kv)
-		}
-		if c.QKNorm {
-			add("attn_q_norm.weight", initNorm, int64(c.HeadDim))
-			add("attn_k_norm.weight", initNorm, int64(c.HeadDim))
-		}
-		add("attn_output.weight", initMatrix, q, e)
-		add("ffn_norm.weight", initNorm, e)
-		add("ffn_gate.weight", initMatrix, e, ffn)
-		add("ffn_up.weight", initMatrix, e, ffn)
-		add("ffn_down.weight", initMatrix, ffn, e)
 	}
-	ts = append(ts, tensorSpec{name: "output_norm.weight", dims: []int64{e}, init: initNorm, layer: -1})
-	if !c.Tied {
-		ts = append(ts, tensorSpec{name: "output.weight", dims: []int64{e, v}, init: initMatrix, layer: -1})
-	}
-	return ts
+	return append(ts, tail...), nil
 }

@@ -47,7 +47,10 @@ func Write(dst io.Writer, o Options) error {
 		return err
 	}
 
-	specs := c.tensors(nVocab)
+	specs, err := c.tensors(nVocab)
+	if err != nil {
+		return err
+	}
 	types, err := tensorTypes(mix, c, specs)
 	if err != nil {
 		return err
@@ -91,7 +94,7 @@ func setMetadata(w *gguf.Writer, c *Config, fileType uint32, nVocab int) {
 	w.SetUint32(a+"feed_forward_length", uint32(c.FFN))
 	w.SetUint32(a+"attention.head_count", uint32(c.Heads))
 	w.SetUint32(a+"attention.head_count_kv", uint32(c.KVHeads))
-	if c.HeadDim*c.Heads != c.Embedding || c.QKNorm {
+	if c.HeadDim*c.Heads != c.Embedding || c.Arch == "qwen3" || c.Arch == "gemma2" {
 		w.SetUint32(a+"attention.key_length", uint32(c.HeadDim))
 		w.SetUint32(a+"attention.value_length", uint32(c.HeadDim))
 	}
@@ -99,6 +102,23 @@ func setMetadata(w *gguf.Writer, c *Config, fileType uint32, nVocab int) {
 	w.SetFloat32(a+"attention.layer_norm_rms_epsilon", c.RMSEps)
 	w.SetUint32(a+"rope.dimension_count", uint32(c.HeadDim))
 	w.SetUint32(a+"vocab_size", uint32(nVocab))
+	if c.Experts > 0 {
+		w.SetUint32(a+"expert_count", uint32(c.Experts))
+		w.SetUint32(a+"expert_used_count", uint32(c.ExpertsUsed))
+	}
+	if c.SlidingWindow > 0 {
+		w.SetUint32(a+"attention.sliding_window", uint32(c.SlidingWindow))
+	}
+	if c.AttnSoftcap > 0 {
+		w.SetFloat32(a+"attn_logit_softcapping", c.AttnSoftcap)
+	}
+	if c.FinalSoftcap > 0 {
+		w.SetFloat32(a+"final_logit_softcapping", c.FinalSoftcap)
+	}
+	if s := c.LongRope; s != nil {
+		w.SetUint32(a+"rope.scaling.original_context_length", uint32(s.OriginalContext))
+		w.SetFloat32(a+"rope.scaling.attn_factor", s.attnFactor(c.ContextLength))
+	}
 	w.SetUint32("general.file_type", fileType)
 	w.SetUint32("general.quantization_version", 2)
 }

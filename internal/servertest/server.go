@@ -70,7 +70,7 @@ func Start(tb testing.TB, bin string, args ...string) *Server {
 		}
 	})
 	if err := s.waitHealthy(); err != nil {
-		tb.Fatalf("servertest: %v\n%s", err, s.log.Tail(logTail))
+		tb.Fatalf("servertest: %v", err) // the cleanup prints the log
 	}
 	return s
 }

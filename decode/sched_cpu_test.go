@@ -39,21 +39,7 @@ func storiesSchedulerOn(t *testing.T, slots, ctx int, wrap func(Engine) Engine) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewScheduler(eng, tokVocab{tok}, SchedulerConfig{MaxQueue: 64, StepTokens: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(c)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return s
+	return startSchedulerVocab(t, eng, tokVocab{tok}, SchedulerConfig{MaxQueue: 64, StepTokens: 24})
 }
 
 // TestSchedulerCPUGolden runs the golden greedy continuation of BOS on

@@ -13,28 +13,6 @@ import (
 	"time"
 )
 
-// startSchedulerVocab runs a scheduler over eng and vocab until the test ends.
-func startSchedulerVocab(t *testing.T, eng Engine, vocab Vocab, cfg SchedulerConfig) *Scheduler {
-	t.Helper()
-	s, err := NewScheduler(eng, vocab, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return s
-}
-
 // panicVocab is fakeVocab whose n-th text decoder (counting from 1)
 // panics when it decodes its third token, and whose decoder number
 // panicNew panics when made.

@@ -13,7 +13,14 @@ import (
 // startScheduler runs a scheduler over eng until the test ends.
 func startScheduler(t *testing.T, eng Engine, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
-	s, err := NewScheduler(eng, fakeVocab{}, cfg)
+	return startSchedulerVocab(t, eng, fakeVocab{}, cfg)
+}
+
+// startSchedulerVocab runs a scheduler over eng and vocab until the test
+// ends; Run must return no error.
+func startSchedulerVocab(t *testing.T, eng Engine, vocab Vocab, cfg SchedulerConfig) *Scheduler {
+	t.Helper()
+	s, err := NewScheduler(eng, vocab, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"llmserve/internal/servertest"
 )
 
 // TestUnreadSlowBodyCloses sends a body byte by byte to routes that answer
@@ -39,7 +41,7 @@ func TestUnreadSlowBodyCloses(t *testing.T) {
 				head += "Content-Length: 100000\r\n"
 			}
 			io.WriteString(conn, head+"\r\n")
-			stop := trickle(conn, 50*time.Millisecond)
+			stop := servertest.Trickle(conn, []byte("a"), 50*time.Millisecond)
 			defer stop()
 			start := time.Now()
 			r := readRaw(t, conn, 5*time.Second)
@@ -73,7 +75,7 @@ func TestManySlowBodiesDoNotPile(t *testing.T) {
 			}
 			defer conn.Close()
 			fmt.Fprintf(conn, "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
-			stop := trickle(conn, 100*time.Millisecond)
+			stop := servertest.Trickle(conn, []byte("a"), 100*time.Millisecond)
 			defer stop()
 			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 			b, err := io.ReadAll(conn) // ends when the server closes
@@ -92,27 +94,6 @@ func TestManySlowBodiesDoNotPile(t *testing.T) {
 		t.Error(err)
 	}
 	waitOpenConns(t, e, 0)
-}
-
-// trickle writes one byte every period until stopped.
-func trickle(conn net.Conn, period time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var once sync.Once
-	go func() {
-		tk := time.NewTicker(period)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-				if _, err := conn.Write([]byte("a")); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	return func() { once.Do(func() { close(done) }) }
 }
 
 // waitOpenConns waits for the open-connection gauge to fall to want.

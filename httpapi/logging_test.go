@@ -1,38 +1,25 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"llmserve/internal/servertest"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimSpace(b.buf.String()), "\n")
+// logLines returns the lines logged so far.
+func logLines(log *servertest.Log) []string {
+	return strings.Split(strings.TrimSpace(log.String()), "\n")
 }
 
 // TestRequestLog checks the one JSON line logged per request.
 func TestRequestLog(t *testing.T) {
-	var log syncBuffer
+	var log servertest.Log
 	e := newEnv(t, envOptions{log: &log})
 	resp := e.send(t, context.Background(), "POST", "/v1/completions",
 		`{"prompt":"abc","max_tokens":6,"ignore_eos":true,"stream":true}`)
@@ -40,7 +27,7 @@ func TestRequestLog(t *testing.T) {
 	resp.Body.Close()
 	e.do(t, "POST", "/v1/completions", `{"prompt":"abc","max_tokens":0}`)
 
-	lines := log.lines()
+	lines := logLines(&log)
 	if len(lines) != 2 {
 		t.Fatalf("%d log lines, want 2:\n%s", len(lines), strings.Join(lines, "\n"))
 	}

@@ -18,10 +18,10 @@ var _ interface {
 	controlTokens
 } = (*tokenizer.Tokenizer)(nil)
 
-// TestLongPromptRealTokenizer refuses over-long prompts with the tokenizer
-// of stories260K: a 3 MB prompt by its length alone, a 2 KB one (which its
-// length cannot rule out) while tokenizing.
-func TestLongPromptRealTokenizer(t *testing.T) {
+// realTokenizerEnv is a test server of the fake engine whose model has the
+// tokenizer of stories260K.
+func realTokenizerEnv(t *testing.T) (*testEnv, *tokenizer.Tokenizer) {
+	t.Helper()
 	tok, err := tokenizer.Load(shared.Path(t, "models/stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +29,14 @@ func TestLongPromptRealTokenizer(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	m, _ := e.api.loaded()
 	e.api.SetModel(&Model{Name: m.Name, Scheduler: m.Scheduler, Tokenizer: tok, Chat: m.Chat, Created: m.Created})
+	return e, tok
+}
+
+// TestLongPromptRealTokenizer refuses over-long prompts with the tokenizer
+// of stories260K: a 3 MB prompt by its length alone, a 2 KB one (which its
+// length cannot rule out) while tokenizing.
+func TestLongPromptRealTokenizer(t *testing.T) {
+	e, _ := realTokenizerEnv(t)
 	tests := []struct {
 		name, text, msg string
 	}{
@@ -55,13 +63,7 @@ func TestLongPromptRealTokenizer(t *testing.T) {
 // TestTokenizeLongRealTokenizer checks that /tokenize of a text long
 // enough to be merged in segments gives exactly Encode's tokens.
 func TestTokenizeLongRealTokenizer(t *testing.T) {
-	tok, err := tokenizer.Load(shared.Path(t, "models/stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, envOptions{})
-	m, _ := e.api.loaded()
-	e.api.SetModel(&Model{Name: m.Name, Scheduler: m.Scheduler, Tokenizer: tok, Chat: m.Chat, Created: m.Created})
+	e, tok := realTokenizerEnv(t)
 	text := strings.Repeat("Once upon a time,  there was\ta little  girl named Lily.\n ", 400)
 	want, _ := tok.Encode(text, true, false)
 	body, _ := json.Marshal(map[string]any{"content": text, "add_special": true, "parse_special": false})

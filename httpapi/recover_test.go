@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"llmserve/decode"
+	"llmserve/internal/servertest"
 	"llmserve/model/chat"
 )
 
@@ -22,7 +23,7 @@ func (panicTokenizer) Encode(string, bool, bool) ([]int32, error) { panic("token
 // with a 500 JSON error, logged with its stack and counted, and that the
 // server goes on serving.
 func TestHandlerPanicIs500(t *testing.T) {
-	var log syncBuffer
+	var log servertest.Log
 	e := newEnv(t, envOptions{log: &log})
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
@@ -48,7 +49,7 @@ func TestHandlerPanicIs500(t *testing.T) {
 	if !strings.Contains(string(metrics), `llmserve_http_requests_total{code="500"} 2`) {
 		t.Errorf("the 500s not counted:\n%s", metrics)
 	}
-	logged := strings.Join(log.lines(), "\n")
+	logged := strings.Join(logLines(&log), "\n")
 	if !strings.Contains(logged, "tokenizer bug") || !strings.Contains(logged, "recover_test.go") {
 		t.Errorf("the panic and its stack are not in the log:\n%s", logged)
 	}

@@ -1,55 +1,16 @@
 package main
 
 import (
-	"errors"
 	"math"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"llmserve/gguf"
+	"llmserve/internal/servertest"
 	"llmserve/model/synth"
 )
 
-// runMainEnv makes the test binary run main with the arguments after "--"
-// (TestRunMain below), so that exit status and stderr are the command's.
-const runMainEnv = "LLMSERVE_TEST_RUN_MAIN"
-
-// TestRunMain is the command itself when the test binary is re-run by
-// runCommand; otherwise it does nothing.
-func TestRunMain(t *testing.T) {
-	if os.Getenv(runMainEnv) != "1" {
-		return
-	}
-	for i, a := range os.Args {
-		if a == "--" {
-			os.Args = append([]string{"llmserve"}, os.Args[i+1:]...)
-			main()
-			os.Exit(0)
-		}
-	}
-	os.Exit(2)
-}
-
-// runCommand runs `llmserve args...` and returns its exit status and stderr.
-func runCommand(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestRunMain$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), stderr.String()
-	}
-	t.Fatal(err)
-	return 0, ""
-}
+func TestMain(m *testing.M) { servertest.Main(m) }
 
 // errorLines drops the JSON log records serve writes (it listens before it
 // loads, to answer health checks) and returns the other lines of stderr.
@@ -78,6 +39,7 @@ func TestBadModelExits(t *testing.T) {
 		{"token_embd [32, 2^56]", func(r *synth.Raw) { r.Tensor("token_embd.weight").Dims = []uint64{32, 1 << 56} }, "token_embd.weight"},
 		{"norm of type F16", func(r *synth.Raw) { r.Tensor("output_norm.weight").Type = gguf.TypeF16 }, "want F32"},
 	}
+	bin := servertest.Build(t)
 	for _, f := range files {
 		path := writeTinyModel(t, f.edit)
 		for _, args := range [][]string{
@@ -85,7 +47,7 @@ func TestBadModelExits(t *testing.T) {
 			{"inspect", path},
 			{"generate", "-m", path, "-n", "1"},
 		} {
-			code, stderr := runCommand(t, args...)
+			code, stderr := servertest.Run(t, bin, args...)
 			lines := errorLines(stderr)
 			if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], f.want) {
 				t.Errorf("%s: llmserve %s: exit %d, stderr %q; want exit 1 and one line about %q", f.name, args[0], code, stderr, f.want)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"llmserve/internal/servertest"
 	"llmserve/internal/shared"
 )
 
@@ -40,11 +41,11 @@ func TestBadInput(t *testing.T) {
 		t.Skip("builds and runs the binary: skipped under -short")
 	}
 	model := shared.Path(t, "models/stories260K.gguf")
-	bin := buildBinary(t)
+	bin := servertest.Build(t)
 	open := startServer(t, bin, model, "")
 	keyed := startServer(t, bin, model, apiKey)
-	servers := []*server{open, keyed}
-	pick := func(k bool) *server {
+	servers := []*servertest.Server{open, keyed}
+	pick := func(k bool) *servertest.Server {
 		if k {
 			return keyed
 		}
@@ -58,7 +59,7 @@ func TestBadInput(t *testing.T) {
 	}
 	base := make([]map[string]float64, len(servers))
 	for i, s := range servers {
-		base[i] = s.gauges(t, gaugeNames...)
+		base[i] = gauges(t, s, gaugeNames...)
 	}
 
 	// The slow cases run beside the others: some wait out server timeouts.
@@ -67,7 +68,7 @@ func TestBadInput(t *testing.T) {
 	for _, sc := range slowCases() {
 		slowWG.Go(func() {
 			start := time.Now()
-			r, err := sc.run(pick(sc.keyed).addr)
+			r, err := sc.run(pick(sc.keyed).Addr)
 			t.Logf("slow case %q: status %d, closed %v, after %v", sc.name, r.status, r.closed, time.Since(start).Round(time.Millisecond))
 			slowOut <- judge("slow and half-sent bodies", sc.name, sc.want, r, err)
 		})
@@ -77,8 +78,8 @@ func TestBadInput(t *testing.T) {
 	for _, c := range classes() {
 		results = append(results, runClass(c, pick)...)
 		for _, s := range servers {
-			if st, body, err := s.get("/health"); err != nil || st != http.StatusOK {
-				t.Errorf("after %q: /health on %s: %d %s %v", c.name, s.addr, st, body, err)
+			if st, body, err := s.Get("/health"); err != nil || st != http.StatusOK {
+				t.Errorf("after %q: /health on %s: %d %s %v", c.name, s.Addr, st, body, err)
 			}
 		}
 	}
@@ -88,8 +89,8 @@ func TestBadInput(t *testing.T) {
 		results = append(results, o)
 	}
 	for _, s := range servers {
-		if st, body, err := s.get("/health"); err != nil || st != http.StatusOK {
-			t.Errorf("after the slow cases: /health on %s: %d %s %v", s.addr, st, body, err)
+		if st, body, err := s.Get("/health"); err != nil || st != http.StatusOK {
+			t.Errorf("after the slow cases: /health on %s: %d %s %v", s.Addr, st, body, err)
 		}
 	}
 
@@ -115,24 +116,24 @@ func TestBadInput(t *testing.T) {
 var gaugeNames = []string{"go_goroutines", "llmserve_http_open_connections", "llmserve_slots_busy", "llmserve_queue_depth"}
 
 // checkGenerates runs one small completion.
-func checkGenerates(t *testing.T, s *server) {
+func checkGenerates(t *testing.T, s *servertest.Server) {
 	t.Helper()
 	var h []string
-	if s.key != "" {
-		h = []string{"Authorization: Bearer " + s.key}
+	if s.Key != "" {
+		h = []string{"Authorization: Bearer " + s.Key}
 	}
-	r, err := exchange(s.addr, request("POST", "/v1/completions", h, completion("")), 30*time.Second)
+	r, err := exchange(s.Addr, request("POST", "/v1/completions", h, completion("")), 30*time.Second)
 	if err != nil || r.status != http.StatusOK {
 		t.Fatalf("a valid completion: %d %s %v", r.status, r.body, err)
 	}
 }
 
 // checkBaseline waits for the gauges to come back to base.
-func checkBaseline(t *testing.T, s *server, base map[string]float64) {
+func checkBaseline(t *testing.T, s *servertest.Server, base map[string]float64) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		now := s.gauges(t, gaugeNames...)
+		now := gauges(t, s, gaugeNames...)
 		var over []string
 		for _, n := range gaugeNames {
 			if now[n] > base[n] {
@@ -140,11 +141,11 @@ func checkBaseline(t *testing.T, s *server, base map[string]float64) {
 			}
 		}
 		if len(over) == 0 {
-			t.Logf("%s back to baseline: %v", s.addr, now)
+			t.Logf("%s back to baseline: %v", s.Addr, now)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s not back to baseline after 15s: %s", s.addr, strings.Join(over, ", "))
+			t.Errorf("%s not back to baseline after 15s: %s", s.Addr, strings.Join(over, ", "))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -152,7 +153,7 @@ func checkBaseline(t *testing.T, s *server, base map[string]float64) {
 }
 
 // runClass sends a class's requests, a few at a time.
-func runClass(c class, pick func(bool) *server) []outcome {
+func runClass(c class, pick func(bool) *servertest.Server) []outcome {
 	out := make([]outcome, len(c.cases))
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -160,7 +161,7 @@ func runClass(c class, pick func(bool) *server) []outcome {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r, err := exchange(pick(h.keyed).addr, h.req, 20*time.Second)
+			r, err := exchange(pick(h.keyed).Addr, h.req, 20*time.Second)
 			out[i] = judge(c.name, h.name, h.want, r, err)
 		})
 	}
@@ -184,14 +185,14 @@ func judge(class, name string, w want, r reply, err error) outcome {
 		}
 		return fail("the connection closed without an answer")
 	case r.status >= 500:
-		return fail("status %d: %s", r.status, tail(string(r.body), 300))
+		return fail("status %d: %s", r.status, servertest.Tail(string(r.body), 300))
 	case r.status >= 400:
 		if msg := jsonError(r); msg != "" {
-			return fail("status %d: %s: %q", r.status, msg, tail(string(r.body), 300))
+			return fail("status %d: %s: %q", r.status, msg, servertest.Tail(string(r.body), 300))
 		}
 		return o
 	case w != handled:
-		return fail("status %d: %s", r.status, tail(string(r.body), 300))
+		return fail("status %d: %s", r.status, servertest.Tail(string(r.body), 300))
 	}
 	return o
 }

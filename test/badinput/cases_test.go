@@ -3,6 +3,8 @@ package badinput
 import (
 	"fmt"
 	"strings"
+
+	"llmserve/internal/servertest"
 )
 
 // want is what a hostile request must get.
@@ -195,7 +197,7 @@ func hugeBodies() class {
 func roles() class {
 	c := class{name: "unknown roles"}
 	for _, role := range []string{`"wizard"`, `""`, `"USER"`, `"System "`, `"root"`, `null`, `"` + strings.Repeat("r", 100000) + `"`, `"usér"`, `"tool"`, `"function"`} {
-		c.add("role "+tail(role, 12), post("/v1/chat/completions", `{"messages":[{"role":`+role+`,"content":"a"}],"max_tokens":2}`), clientError)
+		c.add("role "+servertest.Tail(role, 12), post("/v1/chat/completions", `{"messages":[{"role":`+role+`,"content":"a"}],"max_tokens":2}`), clientError)
 	}
 	c.add("no role", post("/v1/chat/completions", `{"messages":[{"content":"a"}],"max_tokens":2}`), clientError)
 	c.add("empty message", post("/v1/chat/completions", `{"messages":[{}],"max_tokens":2}`), clientError)
@@ -326,7 +328,7 @@ func methodsRoutes() class {
 	for _, path := range []string{"/v1/completion", "/v2/completions", "/v1/chat/completion", "/", "/health/", "/TOKENIZE",
 		"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1//completions", "/v1/completions/", "/%00", "/v1/completions%00",
 		"/v1/chat/completions?x=%zz", "/" + strings.Repeat("a/", 2000)} {
-		c.add("POST "+tail(path, 24), post(path, completion("")), clientError)
+		c.add("POST "+servertest.Tail(path, 24), post(path, completion("")), clientError)
 	}
 	for _, m := range []string{"BREW", "get", "TRACE", "OPTIONS", "PROPFIND", "HEAD_"} {
 		c.add(m+" /v1/models", request(m, "/v1/models", nil, ""), clientError)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"llmserve/internal/servertest"
 )
 
 // slowCase is a request whose bytes arrive slowly or never all.
@@ -30,22 +32,8 @@ func trickle(head string, period time.Duration) func(string) (reply, error) {
 		if _, err := io.WriteString(conn, head); err != nil {
 			return reply{}, err
 		}
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			tk := time.NewTicker(period)
-			defer tk.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tk.C:
-					if _, err := conn.Write([]byte(" ")); err != nil {
-						return
-					}
-				}
-			}
-		}()
+		stop := servertest.Trickle(conn, []byte(" "), period)
+		defer stop()
 		r, err := readReply(conn)
 		if err != nil || r.status == 0 {
 			return r, err

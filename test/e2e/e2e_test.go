@@ -6,26 +6,25 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"llmserve/internal/servertest"
 	"llmserve/internal/shared"
 )
 
 const modelName = "stories260K"
+
+func TestMain(m *testing.M) { servertest.Main(m) }
 
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
@@ -38,7 +37,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	installClient(t)
-	bin := buildBinary(t)
+	bin := servertest.Build(t)
 	for _, key := range []string{"", "e2e-secret"} {
 		name := "auth off"
 		if key != "" {
@@ -76,80 +75,26 @@ func installClient(t *testing.T) {
 	}
 }
 
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "llmserve")
-	gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gocmd, "build", "-o", bin, "llmserve/cmd/llmserve")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // server is a running llmserve.
-type server struct {
-	url, key string
-	cmd      *exec.Cmd
-	log      *bytes.Buffer
-	exited   chan error
-}
+type server struct{ *servertest.Server }
 
 func startServer(t *testing.T, bin, model, key string) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := []string{"--model", model, "--port", fmt.Sprint(port), "-c", "256", "-np", "4", "--alias", modelName}
+	args := []string{"--model", model, "-c", "256", "-np", "4", "--alias", modelName}
 	if key != "" {
 		args = append(args, "--api-key", key)
 	}
-	s := &server{url: fmt.Sprintf("http://127.0.0.1:%d", port), key: key, log: &bytes.Buffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Env = append(os.Environ(), "LLMSERVE_API_KEY=")
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.exited
-		if t.Failed() {
-			t.Logf("server log:\n%s", s.log)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.url + "/health")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"loading"`) {
-				t.Fatalf("health while loading: %d %s", resp.StatusCode, body)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not healthy after 30s: %v\n%s", err, s.log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return &server{servertest.Start(t, bin, args...)}
 }
 
 func (s *server) post(ctx context.Context, path, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", s.url+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", s.URL+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if s.key != "" {
-		req.Header.Set("Authorization", "Bearer "+s.key)
+	if s.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.Key)
 	}
 	return http.DefaultClient.Do(req)
 }
@@ -202,10 +147,10 @@ func checkCurl(t *testing.T, s *server) {
 		t.Log("curl not found: skipping the curl check")
 		return
 	}
-	args := []string{"-sN", "--fail-with-body", s.url + "/v1/completions", "-H", "Content-Type: application/json",
+	args := []string{"-sN", "--fail-with-body", s.URL + "/v1/completions", "-H", "Content-Type: application/json",
 		"-d", `{"prompt":"Once upon a time","max_tokens":8,"stream":true}`}
-	if s.key != "" {
-		args = append(args, "-H", "Authorization: Bearer "+s.key)
+	if s.Key != "" {
+		args = append(args, "-H", "Authorization: Bearer "+s.Key)
 	}
 	out, err := exec.Command("curl", args...).Output()
 	if err != nil {
@@ -214,8 +159,8 @@ func checkCurl(t *testing.T, s *server) {
 	if !strings.HasPrefix(string(out), "data: {") || !strings.HasSuffix(string(out), "\n\ndata: [DONE]\n\n") {
 		t.Errorf("curl stream: %q", out)
 	}
-	if s.key != "" {
-		out, _ := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", s.url+"/v1/models").Output()
+	if s.Key != "" {
+		out, _ := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", s.URL+"/v1/models").Output()
 		if string(out) != "401" {
 			t.Errorf("curl without the key: status %s, want 401", out)
 		}
@@ -225,7 +170,7 @@ func checkCurl(t *testing.T, s *server) {
 func runClient(t *testing.T, s *server) {
 	t.Helper()
 	cmd := exec.Command("node", "client.mjs")
-	cmd.Env = append(os.Environ(), "LLMSERVE_URL="+s.url, "LLMSERVE_MODEL="+modelName, "LLMSERVE_API_KEY="+s.key)
+	cmd.Env = append(os.Environ(), "LLMSERVE_URL="+s.URL, "LLMSERVE_MODEL="+modelName, "LLMSERVE_API_KEY="+s.Key)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("openai client checks failed: %v\n%s", err, out)
@@ -245,20 +190,16 @@ func checkGracefulShutdown(t *testing.T, s *server) {
 	if _, err := r.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(r)
 	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
 		t.Errorf("stream cut by shutdown: ends %q", rest[max(0, len(rest)-80):])
 	}
-	select {
-	case err := <-s.exited:
-		s.exited <- err
-		if err != nil {
-			t.Errorf("server exit: %v", err)
-		}
-	case <-time.After(20 * time.Second):
+	if exited, err := s.Wait(20 * time.Second); !exited {
 		t.Errorf("server still running 20s after SIGTERM")
+	} else if err != nil {
+		t.Errorf("server exit: %v", err)
 	}
 }

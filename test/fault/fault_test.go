@@ -10,13 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"llmserve/internal/servertest"
 )
 
 // TestManyStreams runs 256 streaming clients × 4 rounds through the
 // binary's own bench-serve: every request must succeed.
 func TestManyStreams(t *testing.T) {
 	s := startServer(t, "-np", "16", "--queue", "512")
-	out, err := exec.Command(binary, "bench-serve", "--url", s.url, "-c", "256", "-r", "4",
+	out, err := exec.Command(servertest.Build(t), "bench-serve", "--url", s.URL, "-c", "256", "-r", "4",
 		"--prompt-tokens", "16", "--max-tokens", "12", "--ignore-eos", "--duration", "50s", "--json").Output()
 	if err != nil {
 		t.Fatalf("bench-serve: %v\n%s", err, out)
@@ -63,7 +65,7 @@ func TestVanishingClients(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			results[i] = stream(ctx, s.url, map[string]any{"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": true},
+			results[i] = stream(ctx, s.URL, map[string]any{"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": true},
 				func(n int) bool { return n < 2 })
 			// Returning from stream closes the body mid-stream; cancel
 			// closes the connection.
@@ -79,14 +81,14 @@ func TestVanishingClients(t *testing.T) {
 	var busy float64
 	var err error
 	for time.Since(gone) < 10*time.Second {
-		if busy, err = s.metric("llmserve_slots_busy"); err == nil && busy == 0 {
+		if busy, err = s.Metric("llmserve_slots_busy"); err == nil && busy == 0 {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
 	freed := time.Since(gone)
-	queued, _ := s.metric("llmserve_queue_depth")
-	cancelled, _ := s.metric(`llmserve_requests_finished_total{outcome="cancelled"}`)
+	queued, _ := s.Metric("llmserve_queue_depth")
+	cancelled, _ := s.Metric(`llmserve_requests_finished_total{outcome="cancelled"}`)
 	t.Logf("%d clients vanished after 2 chunks each: busy slots %v and queue %v %v after the last left; %v requests ended as cancelled",
 		clients, busy, queued, freed.Round(time.Millisecond), cancelled)
 	if err != nil || busy != 0 || queued != 0 {
@@ -96,7 +98,7 @@ func TestVanishingClients(t *testing.T) {
 		t.Errorf("%v requests ended as cancelled, want %d", cancelled, clients)
 	}
 	// The same server still serves a full request.
-	r := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "max_tokens": 8, "ignore_eos": true}, nil)
+	r := stream(context.Background(), s.URL, map[string]any{"prompt": "Once", "max_tokens": 8, "ignore_eos": true}, nil)
 	if r.err != nil || !r.done || r.chunks != 8 {
 		t.Errorf("request after the disconnects: %d chunks, done %v, %v", r.chunks, r.done, r.err)
 	}
@@ -126,7 +128,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					first := true
-					results[i] = stream(context.Background(), s.url, map[string]any{"prompt": "Once upon a time", "max_tokens": tt.tokens, "ignore_eos": true},
+					results[i] = stream(context.Background(), s.URL, map[string]any{"prompt": "Once upon a time", "max_tokens": tt.tokens, "ignore_eos": true},
 						func(int) bool {
 							if first {
 								first = false
@@ -141,28 +143,26 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 			started.Wait()
 			sent := time.Now()
-			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := s.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			if !s.waitLog("shutting down", 5*time.Second) {
+			if !s.WaitLog("shutting down", 5*time.Second) {
 				t.Fatalf("no shutdown line after SIGTERM")
 			}
 			// A new request is refused: the port is closed or the server answers 503.
-			late := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "max_tokens": 4}, nil)
+			late := stream(context.Background(), s.URL, map[string]any{"prompt": "Once", "max_tokens": 4}, nil)
 			if late.status == http.StatusOK {
 				t.Errorf("a request after SIGTERM was served")
 			}
 			lateHow := late.status
 			wg.Wait()
-			var exit time.Duration
-			select {
-			case <-s.done:
-				exit = time.Since(sent)
-			case <-time.After(tt.shutdown + 10*time.Second):
+			exited, err := s.Wait(tt.shutdown + 10*time.Second)
+			if !exited {
 				t.Fatalf("still running %v after SIGTERM", tt.shutdown+10*time.Second)
 			}
-			if s.err != nil {
-				t.Errorf("exit: %v, want status 0", s.err)
+			exit := time.Since(sent)
+			if err != nil {
+				t.Errorf("exit: %v, want status 0", err)
 			}
 			// The serve command waits 5 s at most for handlers after the timeout.
 			if limit := tt.shutdown + 6*time.Second; exit > limit {
@@ -196,7 +196,7 @@ func TestQueueOverflow(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = stream(context.Background(), s.url, map[string]any{"prompt": "Once", "max_tokens": 600, "ignore_eos": true}, nil)
+			results[i] = stream(context.Background(), s.URL, map[string]any{"prompt": "Once", "max_tokens": 600, "ignore_eos": true}, nil)
 		}()
 	}
 	wg.Wait()
@@ -222,7 +222,7 @@ func TestQueueOverflow(t *testing.T) {
 			t.Errorf("client %d: status %d, %v", i, r.status, r.err)
 		}
 	}
-	rejected, _ := s.metric(`llmserve_requests_rejected_total{reason="queue_full"}`)
+	rejected, _ := s.Metric(`llmserve_requests_rejected_total{reason="queue_full"}`)
 	t.Logf("%d clients on 1 slot and a queue of 2: %d served, %d got 429 (metrics: %v rejected)", clients, ok, full, rejected)
 	if full == 0 || ok < 1 || ok+full != clients {
 		t.Errorf("%d served and %d refused of %d", ok, full, clients)
@@ -241,13 +241,13 @@ func TestRequestDefaults(t *testing.T) {
 		{map[string]any{"prompt": "Once", "ignore_eos": true, "max_tokens": 9}, 9},
 	}
 	for _, tt := range tests {
-		r := stream(context.Background(), s.url, tt.body, nil)
+		r := stream(context.Background(), s.URL, tt.body, nil)
 		if r.err != nil || r.chunks != tt.want {
 			t.Errorf("%v: %d chunks (%v), want %d", tt.body, r.chunks, r.err, tt.want)
 		}
 	}
-	greedy := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "ignore_eos": true, "temperature": 0}, nil)
-	byDefault := stream(context.Background(), s.url, map[string]any{"prompt": "Once", "ignore_eos": true}, nil)
+	greedy := stream(context.Background(), s.URL, map[string]any{"prompt": "Once", "ignore_eos": true, "temperature": 0}, nil)
+	byDefault := stream(context.Background(), s.URL, map[string]any{"prompt": "Once", "ignore_eos": true}, nil)
 	if greedy.err != nil || greedy.text == "" || byDefault.text != greedy.text {
 		t.Errorf("--temp 0: %q without a temperature, %q with 0 (%v)", byDefault.text, greedy.text, greedy.err)
 	}

@@ -72,11 +72,11 @@ func (s *Server) pageFile(urlPath string) string {
 	return name
 }
 
-// webui answers the requests no route takes: a GET of one of the page's
+// webui answers the requests no route takes: a GET (or HEAD) of one of the page's
 // files is served; anything else is the JSON 404 of the API.
 func (s *Server) webui(w http.ResponseWriter, r *http.Request) {
 	name := ""
-	if r.Method == http.MethodGet {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		name = s.pageFile(r.URL.Path)
 	}
 	if name == "" {
@@ -119,12 +119,12 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		Message: "no route " + r.Method + " " + r.URL.Path})
 }
 
-// isPageRequest reports whether r is a GET that no route takes and that
+// isPageRequest reports whether r is a GET or HEAD that no route takes and that
 // names one of the page's files: only those are served without the API
 // key, so that a page folder's file named like a route (props, slots)
 // never opens that route.
 func (s *Server) isPageRequest(r *http.Request) bool {
-	if r.Method != http.MethodGet || s.page == nil {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || s.page == nil {
 		return false
 	}
 	if s.router.Match(chi.NewRouteContext(), r.Method, r.URL.Path) {

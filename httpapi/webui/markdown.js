@@ -26,13 +26,17 @@ const LLMMarkdown = (() => {
     // [label](http://...) on escaped text: the address cannot hold a quote
     // or a tag, and only http and https addresses become links.
     s = s.replace(/\[([^\]\u0000]+)\]\((https?:\/\/[^\s()\u0000]+)\)/gi, (_, label, href) =>
-      hold(store, '<a href="' + href + '" target="_blank" rel="noopener noreferrer nofollow">' + label + "</a>"));
+      hold(store, '<a href="' + href + '" target="_blank" rel="noopener noreferrer nofollow">' + emphasis(label) + "</a>"));
+    return restore(store, emphasis(s));
+  }
+
+  // emphasis renders bold, italic and strike-through on escaped text.
+  function emphasis(s) {
     s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, "<strong>$1</strong>");
     s = s.replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, "$1<strong>$2</strong>");
     s = s.replace(/\*(?=[^\s*])([^*]*?[^\s*])\*/g, "<em>$1</em>");
     s = s.replace(/(^|[^\w])_(?=[^\s_])([^_]*?[^\s_])_(?!\w)/g, "$1<em>$2</em>");
-    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, "<del>$1</del>");
-    return restore(store, restore(store, s));
+    return s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, "<del>$1</del>");
   }
 
   const fence = /^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;

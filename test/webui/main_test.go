@@ -52,9 +52,14 @@ func buildAndRun(m *testing.M) int {
 
 // chromium returns the path of a Chromium or Chrome executable. When there
 // is none and the test runs as root it installs Debian's chromium package;
-// where that cannot be done it skips the test, saying why.
+// where that cannot be done it skips the test, saying why, or fails it when
+// LLMSERVE_E2E_REQUIRED=1 (as CI sets it, having installed Chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("LLMSERVE_E2E_REQUIRED") == "1" {
+		skip = t.Fatalf
+	}
 	names := []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
 	find := func() string {
 		for _, n := range names {
@@ -68,10 +73,10 @@ func chromium(t *testing.T) string {
 		return p
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("no Chromium on this machine, and installing one needs root: apt-get install chromium")
+		skip("no Chromium on this machine, and installing one needs root: apt-get install chromium")
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		t.Skip("no Chromium on this machine and no apt-get to install it")
+		skip("no Chromium on this machine and no apt-get to install it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -81,14 +86,14 @@ func chromium(t *testing.T) string {
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			t.Skipf("no Chromium on this machine, and apt-get %s failed (%v):\n%s", args[0], err, lastLines(out.String(), 10))
+			skip("no Chromium on this machine, and apt-get %s failed (%v):\n%s", args[0], err, lastLines(out.String(), 10))
 		}
 	}
 	if p := find(); p != "" {
 		t.Logf("installed Chromium: %s", p)
 		return p
 	}
-	t.Skipf("apt-get installed chromium, but no executable named %v is on PATH", names)
+	skip("apt-get installed chromium, but no executable named %v is on PATH", names)
 	return ""
 }
 

@@ -23,7 +23,7 @@ var builtinPage embed.FS
 // pageCSP is the Content-Security-Policy of the built-in page: its own
 // scripts and styles only (no inline script, no eval), requests to this
 // server only, and no framing.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // pageFiles returns the files served at /: the built-in page, the folder

@@ -68,6 +68,7 @@ func TestPageRoutes(t *testing.T) {
 		{"built-in icon", builtin, "GET", "/favicon.svg", 200, "image/svg+xml", "<svg"},
 		{"built-in missing file", builtin, "GET", "/nothing.js", 404, "application/json", "no route GET /nothing.js"},
 		{"built-in POST /", builtin, "POST", "/", 404, "application/json", "no route POST /"},
+		{"built-in HEAD /", builtin, "HEAD", "/", 200, "text/html", ""},
 		{"API route still 405", builtin, "GET", "/v1/completions", 405, "application/json", "not allowed"},
 		{"props beside the page", builtin, "GET", "/props", 200, "application/json", "default_generation_settings"},
 		{"off: /", off, "GET", "/", 404, "application/json", "no route GET /"},

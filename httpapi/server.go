@@ -1,6 +1,7 @@
 // Package httpapi serves a model over an OpenAI-style HTTP API: completions,
 // chat completions (streamed as server-sent events or not), model listing,
-// health, metrics and tokenization. Handlers validate a request, translate
+// health, metrics, tokenization, llama-server's /props and /slots, and a
+// chat page at / (webui.go). Handlers validate a request, translate
 // it into a decode.Request and hand it to the scheduler; one function maps
 // every error to its OpenAI-style JSON form.
 package httpapi

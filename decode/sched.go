@@ -95,6 +95,8 @@ type Scheduler struct {
 	pickBuf []Pick  // [MaxSeqs]
 	picks   []*Pick // [MaxSeqs]
 	toks    []int32 // [MaxSeqs]; -1 where the host picks
+
+	view *slotView // the slots as Slots reports them, published by Run
 }
 
 // NewScheduler prepares a scheduler over eng; call Run to start it.
@@ -122,6 +124,7 @@ func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, err
 		cfg:     cfg,
 		metrics: cfg.Metrics,
 		wake:    make(chan struct{}, 1),
+		view:    newSlotView(n),
 		slots:   make([]*sequence, n),
 		active:  make([]*sequence, 0, n),
 		rows:    make([]*sequence, 0, n),
@@ -273,6 +276,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		if ctx.Err() != nil {
 			s.abortAll(ErrShuttingDown)
+			s.publishSlots()
 			return nil
 		}
 		s.iterate(ctx)
@@ -283,6 +287,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // requests' own work ends the running requests with an error wrapping
 // ErrInternal, and the loop goes on.
 func (s *Scheduler) iterate(ctx context.Context) {
+	defer s.publishSlots() // runs last, after a recovery
 	defer func() {
 		if v := recover(); v != nil {
 			s.panicked("scheduler loop", v, debug.Stack())
@@ -303,6 +308,7 @@ func (s *Scheduler) iterate(ctx context.Context) {
 	s.dropCancelled()
 	s.admit()
 	if len(s.active) == 0 {
+		s.publishSlots()
 		select {
 		case <-ctx.Done():
 		case <-s.wake:

@@ -8,16 +8,17 @@ import (
 
 // auth checks the API key, when one is configured, before any routing,
 // so that a client without the key cannot tell a route from a missing
-// one; /health stays open. The key comes as 'Authorization: Bearer KEY'
-// (the scheme in any case) or as 'X-Api-Key: KEY', as llama.cpp's server
-// takes it.
+// one; /health and the chat page's files stay open (they hold no data:
+// the page asks for the key when the API answers 401). The key comes as
+// 'Authorization: Bearer KEY' (the scheme in any case) or as
+// 'X-Api-Key: KEY', as llama.cpp's server takes it.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.APIKey == "" {
 		return next
 	}
 	want := []byte(s.cfg.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
+		if r.URL.Path == "/health" || s.isPageRequest(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

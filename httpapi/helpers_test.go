@@ -35,7 +35,8 @@ type envOptions struct {
 	notLoaded         bool
 	maxBody           int64
 	bodyTimeout       time.Duration
-	log               io.Writer // request log; nil: discarded
+	log               io.Writer     // request log; nil: discarded
+	config            func(*Config) // when set, changes the server's Config before New
 }
 
 func newEnv(t testing.TB, o envOptions) *testEnv {
@@ -65,7 +66,11 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.log != nil {
 		logger = zerolog.New(o.log)
 	}
-	api := New(Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, BodyTimeout: o.bodyTimeout, Logger: logger})
+	cfg := Config{ModelName: "fake", APIKey: o.key, CORSOrigins: o.cors, MaxBodyBytes: o.maxBody, BodyTimeout: o.bodyTimeout, Logger: logger}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	api := New(cfg)
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
 		t.Fatal(err)

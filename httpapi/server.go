@@ -1,11 +1,13 @@
 // Package httpapi serves a model over an OpenAI-style HTTP API: completions,
 // chat completions (streamed as server-sent events or not), model listing,
-// health, metrics and tokenization. Handlers validate a request, translate
+// health, metrics, tokenization, llama-server's /props and /slots, and a
+// chat page at / (webui.go). Handlers validate a request, translate
 // it into a decode.Request and hand it to the scheduler; one function maps
 // every error to its OpenAI-style JSON form.
 package httpapi
 
 import (
+	"io/fs"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -47,6 +49,10 @@ type Config struct {
 	BodyTimeout  time.Duration  // longest a client may take to send a request body; 0: 30 s
 	Defaults     GenDefaults    // generation parameters of requests that do not set them
 	Logger       zerolog.Logger // one line per request
+	ModelPath    string         // the model's file, for /props
+	NoWebUI      bool           // GET / answers 404: no chat page
+	WebUI        fs.FS          // files to serve at / instead of the built-in chat page; nil: the built-in one
+	NoSlots      bool           // GET /slots answers 501, as llama-server's --no-slots
 }
 
 // Server is the HTTP API. It answers /health with 503 until SetModel.
@@ -56,6 +62,7 @@ type Server struct {
 	metrics httpMetrics
 	conns   atomic.Int64 // connections open through Listener
 	router  chi.Router
+	page    fs.FS // the files served at / (webui.go); nil: no page
 }
 
 // New builds the server's routes.
@@ -66,7 +73,7 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, metrics: newHTTPMetrics()}
+	s := &Server{cfg: cfg, metrics: newHTTPMetrics(), page: cfg.pageFiles()}
 	r := chi.NewRouter()
 	// The order matters: a panic anywhere ends in a 500; every body is
 	// bounded, on every route; a preflight needs no key; the key is
@@ -76,6 +83,8 @@ func New(cfg Config) *Server {
 	r.Get("/metrics", s.serveMetrics)
 	r.Get("/v1/models", s.models)
 	r.Get("/v1/models/*", s.modelInfo)
+	r.Get("/props", s.props)
+	r.Get("/slots", s.slots)
 	r.Group(func(r chi.Router) {
 		r.Use(s.readBody)
 		r.Post("/v1/completions", s.completions)
@@ -83,10 +92,7 @@ func New(cfg Config) *Server {
 		r.Post("/tokenize", s.tokenize)
 		r.Post("/detokenize", s.detokenize)
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: "no route " + r.Method + " " + r.URL.Path})
-	})
+	r.NotFound(s.webui) // the chat page's files, else a JSON 404
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
 			Message: "method " + r.Method + " is not allowed on " + r.URL.Path})

@@ -86,19 +86,22 @@ func compatFlags() []compatFlag {
 				}
 				return nil
 			}},
-		{names: "no-webui", usage: "accepted: llmserve has no web UI", note: "--no-webui: llmserve has no web UI"},
+		{names: "no-webui", usage: "serve no chat page at / (GET / answers 404)",
+			apply: func(o *serveOptions, _ string) error { o.noWebUI = true; return nil }},
+		{names: "path", arg: "DIR", usage: "serve the files of DIR at / instead of the built-in chat page (same as --webui-path)",
+			apply: func(o *serveOptions, v string) error { o.webuiPath = v; return nil }},
 		{names: "mlock", usage: "accepted: llmserve does not lock the model in RAM",
 			note: "--mlock: llmserve does not lock the model in RAM; the flag changes nothing"},
 		{names: "no-mmap", usage: "accepted: llmserve always maps the model file (the GPU engine copies the weights to the device)",
 			note: "--no-mmap: llmserve always maps the model file"},
 		{names: "slot-save-path", arg: "DIR", usage: "refused: llmserve does not save slots",
-			refuse: "llmserve cannot save or restore slots (no /slots endpoint); leave the flag out"},
+			refuse: "llmserve cannot save or restore slots (GET /slots only shows them); leave the flag out"},
 		{names: "log-disable", usage: "write no log lines",
 			apply: func(o *serveOptions, _ string) error { o.logDisable = true; return nil }},
 		{names: "verbose,v", usage: "log at debug level",
 			apply: func(o *serveOptions, _ string) error { o.verbose = true; return nil }},
-		{names: "props", usage: "refused: llmserve has no /props endpoint",
-			refuse: "llmserve has no /props endpoint; GET /v1/models and /metrics describe the server, and generation settings go in each request"},
+		{names: "props", usage: "refused: GET /props is read-only (no POST /props)",
+			refuse: "llmserve serves GET /props read-only and has no POST /props; give generation defaults with --temp, --top-k, --top-p, -n and -s, or in each request"},
 		{names: "seed,s", arg: "N", usage: "seed of requests that do not set \"seed\" (-1 or unset: a random seed per request)",
 			apply: func(o *serveOptions, v string) error {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -184,9 +187,9 @@ func compatFlags() []compatFlag {
 				o.verbose = o.verbose || n > 3
 				return nil
 			}},
-		{names: "slots", usage: "refused: llmserve has no /slots endpoint",
-			refuse: "llmserve has no /slots endpoint; GET /metrics reports busy slots and the queue"},
-		{names: "no-slots", usage: "always on: llmserve has no /slots endpoint", note: "--no-slots: llmserve has no /slots endpoint"},
+		{names: "slots", usage: "always on: GET /slots shows each slot's state", note: "--slots: llmserve always serves GET /slots"},
+		{names: "no-slots", usage: "turn GET /slots off (it answers 501)",
+			apply: func(o *serveOptions, _ string) error { o.noSlots = true; return nil }},
 		{names: "lora,lora-scaled,model-draft,md,mmproj,grammar,json-schema", arg: "VALUE", usage: "refused: not supported by llmserve",
 			refuse: "llmserve does not support this (LoRA adapters, draft models, multimodal projectors and grammars); leave it out"},
 		{names: "rope-scaling,rope-scale,rope-freq-base,rope-freq-scale,yarn-orig-ctx,yarn-ext-factor", arg: "VALUE", usage: "refused: llmserve uses the model's RoPE settings",

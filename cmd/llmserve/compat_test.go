@@ -35,8 +35,11 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 		check func(o serveOptions) bool
 	}{
 		{[]string{"-m", "x", "--jinja", "-fa", "on", "-cb", "--metrics", "--no-webui", "--mlock", "--no-mmap"}, func(o serveOptions) bool {
-			return o.model == "x" && len(o.notes) == 7
+			return o.model == "x" && len(o.notes) == 6 && o.noWebUI
 		}},
+		{[]string{"-m", "x", "--webui-path", "/srv/page"}, func(o serveOptions) bool { return o.webuiPath == "/srv/page" && !o.noWebUI }},
+		{[]string{"-m", "x", "--path", "/srv/page"}, func(o serveOptions) bool { return o.webuiPath == "/srv/page" }},
+		{[]string{"-m", "x", "--slots"}, func(o serveOptions) bool { return len(o.notes) == 1 && !o.noSlots }},
 		{[]string{"-m", "x", "-fa", "-np", "2"}, func(o serveOptions) bool { return o.parallel == 2 && len(o.notes) == 1 }},
 		{[]string{"-m", "x", "--flash-attn", "auto"}, func(o serveOptions) bool { return len(o.notes) == 1 }},
 		{[]string{"-m", "x", "-n", "64"}, func(o serveOptions) bool { return o.defaults.MaxTokens == 64 }},
@@ -57,7 +60,7 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 		{[]string{"-m", "x", "-a", "tiny", "-to", "30"}, func(o serveOptions) bool { return o.alias == "tiny" && o.timeout.Seconds() == 30 }},
 		{[]string{"-m", "x", "--metrics=false"}, func(o serveOptions) bool { return len(o.notes) == 0 }},
 		{[]string{"-m", "x", "--no-context-shift", "--cache-reuse", "256", "--reasoning-format", "deepseek", "-sm", "layer",
-			"--threads-http", "4", "--numa", "distribute", "-nkvo", "--log-colors", "--no-slots"}, func(o serveOptions) bool { return len(o.notes) == 9 }},
+			"--threads-http", "4", "--numa", "distribute", "-nkvo", "--log-colors", "--no-slots"}, func(o serveOptions) bool { return len(o.notes) == 8 && o.noSlots }},
 		{[]string{"-m", "x", "-mg", "0", "-lv", "4"}, func(o serveOptions) bool { return o.verbose && len(o.refused) == 0 }},
 		{[]string{"-m", "x", "--log-file", "/tmp/x.log"}, func(o serveOptions) bool { return o.logFile == "/tmp/x.log" }},
 	}
@@ -81,7 +84,7 @@ func TestLlamaServerFlagsRefused(t *testing.T) {
 		{[]string{"-m", "x", "-nocb"}, "--parallel 1"},
 		{[]string{"-m", "x", "--no-jinja"}, "--chat-template"},
 		{[]string{"-m", "x", "--slot-save-path", "/tmp"}, "leave the flag out"},
-		{[]string{"-m", "x", "--props"}, "/v1/models"},
+		{[]string{"-m", "x", "--props"}, "POST /props"},
 		{[]string{"-m", "x", "-s", "x"}, "seed"},
 		{[]string{"-m", "x", "--temp", "-1"}, "0 to 100"},
 		{[]string{"-m", "x", "--top-k", "-2"}, "0 (off)"},
@@ -96,7 +99,6 @@ func TestLlamaServerFlagsRefused(t *testing.T) {
 		{[]string{"-m", "x", "--context-shift"}, "-c"},
 		{[]string{"-m", "x", "-mg", "1"}, "CUDA_VISIBLE_DEVICES"},
 		{[]string{"-m", "x", "-ts", "3,1"}, "one GPU"},
-		{[]string{"-m", "x", "--slots"}, "/metrics"},
 		{[]string{"-m", "x", "--lora", "a.gguf"}, "LoRA"},
 		{[]string{"-m", "x", "--rope-freq-base", "10000"}, "GGUF"},
 		{[]string{"-m", "x", "--ssl-key-file", "k.pem"}, "TLS"},

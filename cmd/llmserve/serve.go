@@ -48,6 +48,9 @@ type serveOptions struct {
 	queue        int
 	maxBody      int64
 	chatTemplate string // a built-in format's name, or Jinja source
+	webuiPath    string // --webui-path: a folder served at / instead of the chat page
+	noWebUI      bool   // --no-webui: no page at /
+	noSlots      bool   // --no-slots: GET /slots answers 501
 
 	// llama-server flags (compat.go)
 	chatTemplateFile string              // Jinja chat template file
@@ -69,7 +72,8 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 Serves a GGUF model over an OpenAI-style HTTP API:
   POST /v1/completions, POST /v1/chat/completions (both stream with "stream": true),
   GET /v1/models, GET /health (503 while loading), GET /metrics (Prometheus),
-  POST /tokenize, POST /detokenize.
+  POST /tokenize, POST /detokenize, GET /props, GET /slots, and a chat page at /
+  (--no-webui: none; --webui-path DIR: DIR's files instead).
 The HTTP port opens before the model has loaded. SIGINT/SIGTERM stop accepting requests,
 let running ones finish (up to --shutdown-timeout) and end open streams cleanly.
 
@@ -118,6 +122,7 @@ Flags (one or two dashes):
 	fs.Func("shutdown-timeout", "how long shutdown waits for running requests, in seconds or as a Go duration (default 30s)", durationFlag(&o.shutdown))
 	num(&o.queue, "queue", 64, "requests that may wait for a free slot; more get 429")
 	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
+	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
 	str(&o.chatTemplate, "chat-template", "", "chat template to use instead of the model's: a built-in `format` ("+strings.Join(chat.FallbackNames(), ", ")+") or Jinja source (text with {% or {{)")
 	addCompatFlags(fs, o)
 	return fs
@@ -162,9 +167,15 @@ func serveCmd(args []string) error {
 			origins = append(origins, origin)
 		}
 	}
+	page, closePage, err := webuiFiles(o)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer closePage()
 	api := httpapi.New(httpapi.Config{
 		ModelName: o.alias, APIKey: o.apiKey, CORSOrigins: origins,
 		MaxBodyBytes: o.maxBody, Timeout: o.timeout, Logger: log, Defaults: o.defaults,
+		ModelPath: o.model, NoWebUI: o.noWebUI, WebUI: page, NoSlots: o.noSlots,
 	})
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 	ln, err := net.Listen("tcp", addr)

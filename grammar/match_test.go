@@ -1,0 +1,74 @@
+package grammar
+
+import "testing"
+
+// TestMatchTables checks whole strings against grammars of each kind.
+func TestMatchTables(t *testing.T) {
+	v := byteVocab(t)
+	cases := []struct {
+		name, src string
+		good, bad []string
+	}{
+		{"arithmetic", arithmeticGBNF,
+			[]string{"1", "1+2", "1 + 2 * (3 - 4)", "-(-7)/2", "((1))"},
+			[]string{"", "1+", "(1", "1 2", "a", "1 ++ 2", ")"}},
+		{"json", jsonGBNF,
+			[]string{`{}`, `[]`, `{"a": 1}`, `[1, -2.5e+3, "x\n", true, null]`, `{"a": {"b": [{}]}}`, `"\u00e9\ud83d"`, `"é😀"`, "0", "-0.5"},
+			[]string{`{`, `{"a"}`, `[1,]`, `01`, `"\x"`, "\"a\nb\"", `tru`, `{"a":1,}`, `"\u12"`}},
+		{"list", listGBNF,
+			[]string{"- a\n", "- milk\n- eggs\n"},
+			[]string{"", "- \n", "-a\n", "- a", "* a\n"}},
+		{"c-like", cLikeGBNF,
+			[]string{"int main() {return 0;}", "void f(int a, char* b) {\n  x = a + 1;\n  return;\n}\n"},
+			[]string{"int main() {return 0}", "int 1x() {}", "main() {}"}},
+		{"dot and classes", `root ::= . [^a-c] [x-z0-9]{2} "é"?`,
+			[]string{"ddx1", "😀dz9é", "\n\n00"},
+			[]string{"dax1", "ddxa", "ddx", "ddx1éé"}},
+		{"bounded repetition", `root ::= "a"{2,3} "b"{2} "c"{1,} "d"{0,1}`,
+			[]string{"aabbc", "aaabbcccd"},
+			[]string{"abbc", "aaaabbc", "aabc", "aabb", "aabbcdd"}},
+		{"escapes", `root ::= "\x41\u00e9\U0001F600\t\"\\" [\[\]\-]`,
+			[]string{"Aé😀\t\"\\[", "Aé😀\t\"\\-"},
+			[]string{"Aé😀\t\"\\a"}},
+		{"nullable and tail recursion", `root ::= a b
+a ::= "x"* | "y"
+b ::= ( "z" b ) | ""`,
+			[]string{"", "xxx", "y", "zz", "xxzzz", "yz"},
+			[]string{"yy", "zx", "xyz"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := mustEngine(t, c.src, v)
+			for _, s := range c.good {
+				if !matches(t, e, s) {
+					t.Errorf("%q should match", s)
+				}
+			}
+			for _, s := range c.bad {
+				if matches(t, e, s) {
+					t.Errorf("%q should not match", s)
+				}
+			}
+		})
+	}
+}
+
+// TestDeepRecursionConstantStack checks that a long repetition does not
+// grow the automaton's stacks: the state after many items equals the
+// state after one.
+func TestDeepRecursionConstantStack(t *testing.T) {
+	e := mustEngine(t, `root ::= "[" ("a" ",")* "]"`, byteVocab(t))
+	m, _ := e.NewMatcher()
+	if err := m.AcceptBytes([]byte("[a,")); err != nil {
+		t.Fatal(err)
+	}
+	h1 := m.in.hashState(m.st)
+	for range 1000 {
+		if err := m.AcceptBytes([]byte("a,")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h2 := m.in.hashState(m.st); h1 != h2 {
+		t.Fatalf("state after 1001 items differs from the state after 1")
+	}
+}

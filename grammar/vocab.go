@@ -79,7 +79,14 @@ func (v *Vocab) buildTrie() {
 	v.nodeOwn = make([]int32, len(v.nodeByte))
 	for i := range v.nodeByte {
 		// Sorted tokens equal to a prefix come first among those that extend it.
-		for j := v.nodeTok[i]; int(j) < len(v.toks) && int32(len(v.bytes[v.toks[j]])) == v.nodeDepth[i]; j++ {
+		if int(v.nodeTok[i]) >= len(v.toks) || i == 0 {
+			continue
+		}
+		prefix := v.bytes[v.toks[v.nodeTok[i]]][:v.nodeDepth[i]]
+		for _, id := range v.toks[v.nodeTok[i]:] {
+			if !bytes.Equal(v.bytes[id], prefix) {
+				break
+			}
 			v.nodeOwn[i]++
 		}
 	}

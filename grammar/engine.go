@@ -29,7 +29,7 @@ type Engine struct {
 // whatever the rest of the stack is, and the trie nodes below which the
 // rest decides.
 type posTable struct {
-	accepted []uint64  // [MaskWords] bitmask
+	accepted []uint64 // [MaskWords] bitmask
 	rest     []restRoot
 	err      error // why the table could not be built
 }

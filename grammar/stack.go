@@ -21,10 +21,10 @@ const (
 
 // snode is one interned node.
 type snode struct {
-	pos    int32   // element index into Grammar.elems
-	parent int32   // stack below; stackDone or stackRest at the bottom
-	hash   uint64  // content hash of the whole stack, equal for equal stacks in any interner
-	succ   []int32 // stacks after the top character matched; valid when expanded
+	pos      int32   // element index into Grammar.elems
+	parent   int32   // stack below; stackDone or stackRest at the bottom
+	hash     uint64  // content hash of the whole stack, equal for equal stacks in any interner
+	succ     []int32 // stacks after the top character matched; valid when expanded
 	expanded bool
 }
 
@@ -42,9 +42,9 @@ var errTooLarge = errors.New("grammar: the automaton's state outgrew its bounds 
 // concurrent use.
 type interner struct {
 	g     *Grammar
-	nodes []snode             // [nodes] by id; ids 0 and 1 are stackDone and stackRest
+	nodes []snode            // [nodes] by id; ids 0 and 1 are stackDone and stackRest
 	index map[[2]int32]int32 // (pos, parent) -> id
-	work  int                 // elements visited by the expansion in progress
+	work  int                // elements visited by the expansion in progress
 }
 
 func newInterner(g *Grammar) *interner {

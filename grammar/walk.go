@@ -10,9 +10,9 @@ var errWalkTooLong = errors.New("grammar: computing a token mask took more work 
 
 // walker holds the scratch of trie walks.
 type walker struct {
-	bufs  [][]int32 // [depth] stacks of the state at each depth of the walk
-	path  []byte    // [depth] bytes from the walk's start to the current node
-	work  int       // stack steps of the mask in progress
+	bufs [][]int32 // [depth] stacks of the state at each depth of the walk
+	path []byte    // [depth] bytes from the walk's start to the current node
+	work int       // stack steps of the mask in progress
 }
 
 // restRoot is a trie node where the rest of the stack below a position

@@ -1,9 +1,6 @@
 package grammar
 
-import (
-	"fmt"
-	"sync"
-)
+import "sync"
 
 // maxMaskBytes bounds the memory of an engine's mask cache.
 const maxMaskBytes = 64 << 20
@@ -39,7 +36,7 @@ func NewEngine(g *Grammar, v *Vocab) (*Engine, error) {
 	e := &Engine{g: g, v: v, in: newInterner(g), tables: map[int32]*posTable{}, masks: map[uint64][]uint64{}}
 	e.maxMasks = max(16, maxMaskBytes/(8*v.words))
 	if _, err := newInterner(g).start(stackDone); err != nil {
-		return nil, fmt.Errorf("grammar: start: %w", err)
+		return nil, err
 	}
 	return e, nil
 }

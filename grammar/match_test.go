@@ -72,3 +72,29 @@ func TestDeepRecursionConstantStack(t *testing.T) {
 		t.Fatalf("state after 1001 items differs from the state after 1")
 	}
 }
+
+// TestUTF8 checks that characters are matched as UTF-8: overlong forms,
+// surrogates and stray bytes are refused even where any character may
+// come, and characters split across tokens are matched whole.
+func TestUTF8(t *testing.T) {
+	e := mustEngine(t, `root ::= "e" [^a]* "!"`, byteVocab(t))
+	cases := []struct {
+		text string
+		ok   bool
+	}{
+		{"e!", true},
+		{"eé😀\u07ff!", true},
+		{"\xe0\x81\xa5!", false},      // overlong "e"
+		{"\xc1\xa5!", false},          // overlong "e" in two bytes
+		{"e\xed\xa0\x80!", false},     // a surrogate
+		{"e\xf4\x90\x80\x80!", false}, // beyond U+10FFFF
+		{"e\x80!", false},             // a stray continuation byte
+		{"e\xc3!", false},             // a cut character
+		{"e\xc3\xa9\xe2\x82\xac!", true},
+	}
+	for _, c := range cases {
+		if got := matches(t, e, c.text); got != c.ok {
+			t.Errorf("%q: match %v, want %v", c.text, got, c.ok)
+		}
+	}
+}

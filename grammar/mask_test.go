@@ -11,9 +11,7 @@ func bruteMask(t testing.TB, m *Matcher) []uint64 {
 	t.Helper()
 	v := m.e.v
 	mask := make([]uint64, v.words)
-	in := newInterner(m.e.g)
-	// Re-intern the state into in so that m's interner is left untouched.
-	c := m.Clone()
+	c := m.Clone() // feeding interns nodes: leave m's interner as it was
 	for id := range int32(v.n) {
 		ok := false
 		switch {
@@ -30,7 +28,6 @@ func bruteMask(t testing.TB, m *Matcher) []uint64 {
 			mask[id>>6] |= 1 << (id & 63)
 		}
 	}
-	_ = in
 	return mask
 }
 
@@ -55,12 +52,19 @@ func diffMask(v *Vocab, got, want []uint64) string {
 // TestMasksMatchBruteForce walks documents through grammars on the real
 // vocabularies and compares every step's mask with the brute-force one.
 func TestMasksMatchBruteForce(t *testing.T) {
+	schema, schemaDoc := benchSchema()
+	schemaSrc, err := SchemaGBNF([]byte(schema), SchemaOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	docs := []struct {
 		name, src, text string
+		every            int // compare with brute force every this many steps
 	}{
-		{"json", jsonGBNF, "{\"name\": \"Zoë 😀\", \"tags\": [1, -2.5e3, true, null],\n \"x\": {\"\\u00e9\": []}}"},
-		{"arithmetic", arithmeticGBNF, "12 * (3 + -4) / 5"},
-		{"list", listGBNF, "- milk\n- 🥚 eggs\n"},
+		{"schema", schemaSrc, schemaDoc, 5},
+		{"json", jsonGBNF, "{\"name\": \"Zoë 😀\", \"tags\": [1, -2.5e3, true, null],\n \"x\": {\"\\u00e9\": []}}", 1},
+		{"arithmetic", arithmeticGBNF, "12 * (3 + -4) / 5", 1},
+		{"list", listGBNF, "- milk\n- 🥚 eggs\n", 1},
 	}
 	for _, file := range []string{"ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"} {
 		tok, v := realVocab(t, file)
@@ -80,7 +84,9 @@ func TestMasksMatchBruteForce(t *testing.T) {
 					if err := m.Allowed(mask); err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
-					if diff := diffMask(v, mask, bruteMask(t, m)); diff != "" {
+					if step%d.every != 0 && step != len(ids) {
+						// Only check that the document's token is allowed.
+					} else if diff := diffMask(v, mask, bruteMask(t, m)); diff != "" {
 						t.Fatalf("step %d (after %q): %s", step, tok.Decode(ids[:step]), diff)
 					}
 					if step == len(ids) {

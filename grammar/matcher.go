@@ -169,7 +169,7 @@ func (m *Matcher) compute() ([]uint64, error) {
 		if s == stackDone {
 			continue
 		}
-		t, err := m.e.table(m.in.nodes[s].pos)
+		t, err := m.e.tableFor(m.in, s)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,9 @@
 package grammar
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // maxWalkWork bounds the stack steps of one mask computation.
 const maxWalkWork = 1 << 25
@@ -13,7 +16,13 @@ type walker struct {
 	bufs [][]int32 // [depth] stacks of the state at each depth of the walk
 	path []byte    // [depth] bytes from the walk's start to the current node
 	work int       // stack steps of the mask in progress
+
+	restTokens int // tokens below the rest roots found so far
+	restLimit  int // stop with errDeepen past this many; 0: no limit
 }
+
+// errDeepen stops a table walk that leaves too much to the rest of the stack.
+var errDeepen = errors.New("grammar: table needs a deeper key")
 
 // restRoot is a trie node where the rest of the stack below a position
 // decides which tokens of its subtree are allowed.
@@ -58,13 +67,16 @@ func (w *walker) walk(in *interner, v *Vocab, from int32, st state, mask []uint6
 		}
 		w.bufs[d] = next.stacks[:0]
 		w.path[d] = v.nodeByte[i]
-		if rest != nil && len(next.stacks) > 0 && next.stacks[0] == stackRest {
+		if r := slices.Index(next.stacks, stackRest); rest != nil && r >= 0 && r <= 1 {
 			if i >= restEnd {
 				prefix := append(append([]byte(nil), v.bytesOfNode(from)...), w.path[1:d+1]...)
 				*rest = append(*rest, restRoot{node: i, prefix: prefix})
 				restEnd = v.nodeEnd[i]
+				if w.restTokens += v.subtreeTokens(i); w.restLimit > 0 && w.restTokens > w.restLimit {
+					return errDeepen
+				}
 			}
-			next.stacks = next.stacks[1:]
+			next.stacks = slices.Delete(next.stacks, r, r+1)
 		}
 		if len(next.stacks) == 0 {
 			i = v.nodeEnd[i]
@@ -84,4 +96,13 @@ func (v *Vocab) bytesOfNode(i int32) []byte {
 		return nil
 	}
 	return v.bytes[v.toks[v.nodeTok[i]]][:v.nodeDepth[i]]
+}
+
+// subtreeTokens counts the tokens of trie node i's subtree.
+func (v *Vocab) subtreeTokens(i int32) int {
+	end := int32(len(v.toks))
+	if e := v.nodeEnd[i]; int(e) < len(v.nodeTok) {
+		end = v.nodeTok[e]
+	}
+	return int(end - v.nodeTok[i])
 }

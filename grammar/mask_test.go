@@ -59,7 +59,7 @@ func TestMasksMatchBruteForce(t *testing.T) {
 	}
 	docs := []struct {
 		name, src, text string
-		every            int // compare with brute force every this many steps
+		every           int // compare with brute force every this many steps
 	}{
 		{"schema", schemaSrc, schemaDoc, 5},
 		{"json", jsonGBNF, "{\"name\": \"Zoë 😀\", \"tags\": [1, -2.5e3, true, null],\n \"x\": {\"\\u00e9\": []}}", 1},

@@ -148,7 +148,9 @@ func (t *translator) object(s *jvalue, path, hint string) (string, error) {
 	}
 	ws := t.prim("ws")
 	var req, opt []string // key-value expressions
+	var names []string    // property names
 	if props != nil {
+		names = props.keys
 		for i, k := range props.keys {
 			sub := hint + "-" + ruleHint(k)
 			v, err := t.visit(props.vals[i], path+"/properties/"+pointerEscape(k), sub)
@@ -175,8 +177,17 @@ func (t *translator) object(s *jvalue, path, hint string) (string, error) {
 				return "", err
 			}
 		}
+		key := t.prim("string")
+		if len(names) > 0 {
+			if other, ok := t.otherKey(names); ok {
+				var err error
+				if key, err = t.add(hint+"-extra-key", other); err != nil {
+					return "", err
+				}
+			}
+		}
 		var err error
-		if extraKV, err = t.add(hint+"-extra-kv", t.prim("string")+" "+ws+` ":" `+ws+" "+v+" "+ws); err != nil {
+		if extraKV, err = t.add(hint+"-extra-kv", key+" "+ws+` ":" `+ws+" "+v+" "+ws); err != nil {
 			return "", err
 		}
 	}

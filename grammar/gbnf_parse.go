@@ -171,6 +171,11 @@ func (p *parser) sequence(owner int32) ([]elem, error) {
 			if err != nil {
 				return nil, err
 			}
+			if len(term) == 0 {
+				// Repeating the empty string matches the empty string.
+				p.space(p.depth > 0)
+				continue
+			}
 			x := term[0]
 			if len(term) != 1 {
 				r, err := p.b.generated(owner, [][]elem{term})

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -149,4 +150,23 @@ func TestJSONObjectGrammar(t *testing.T) {
 			t.Errorf("%s should not match", s)
 		}
 	}
+}
+
+// FuzzSchemaGBNF checks that any schema text is either refused with an
+// error or translated into a grammar that compiles.
+func FuzzSchemaGBNF(f *testing.F) {
+	schema, _ := benchSchema()
+	for _, s := range []string{schema, `{"type":"string","minLength":2}`, `{"$ref":"#/$defs/a","$defs":{"a":{"type":"array","items":{"$ref":"#/$defs/a"}}}}`,
+		`{"type":"object","properties":{"a\"b":{"const":"\u0000"}},"additionalProperties":{"enum":[1,"x"]}}`, `{"anyOf":[{"type":["null","boolean"]},{"format":"uuid"}]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, schema string) {
+		src, err := SchemaGBNF([]byte(schema), SchemaOptions{})
+		if err != nil {
+			return
+		}
+		if _, err := Parse(src); err != nil && !strings.Contains(err.Error(), "left-recursive") {
+			t.Fatalf("schema %q translated into a grammar that does not compile: %v\n%s", schema, err, src)
+		}
+	})
 }

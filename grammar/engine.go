@@ -2,8 +2,9 @@ package grammar
 
 import "sync"
 
-// maxMaskBytes bounds the memory of an engine's mask cache.
-const maxMaskBytes = 64 << 20
+// maxMaskBytes bounds the memory of an engine's mask cache: 1024 masks
+// of the 128k-token llama-bpe vocabulary.
+const maxMaskBytes = 16 << 20
 
 // Engine joins a grammar to a vocabulary and caches what masks cost to
 // compute. It is safe for concurrent use; every Matcher made from it shares

@@ -1,6 +1,9 @@
 package grammar
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestMatchTables checks whole strings against grammars of each kind.
 func TestMatchTables(t *testing.T) {
@@ -96,5 +99,77 @@ func TestUTF8(t *testing.T) {
 		if got := matches(t, e, c.text); got != c.ok {
 			t.Errorf("%q: match %v, want %v", c.text, got, c.ok)
 		}
+	}
+}
+
+// TestConcurrentMatchers runs matchers of one engine side by side (run
+// with -race to check the engine's locking), each to a complete match.
+func TestConcurrentMatchers(t *testing.T) {
+	e := mustEngine(t, jsonGBNF, byteVocab(t, `{"`, `": `, `true`, `null`))
+	texts := []string{`{"a": [1, 2, {"b": null}]}`, `[true, "x", -0.5]`, `{"k": "v", "n": 12e3}`, `"plain"`}
+	errs := make(chan error, len(texts))
+	for _, text := range texts {
+		go func() {
+			m, err := e.NewMatcher()
+			if err != nil {
+				errs <- err
+				return
+			}
+			mask := make([]uint64, e.Vocab().MaskWords())
+			for i := range len(text) {
+				if err := m.Allowed(mask); err != nil {
+					errs <- err
+					return
+				}
+				if mask[text[i]/64]>>(text[i]%64)&1 == 0 {
+					errs <- fmt.Errorf("%q: byte %d masked out", text, i)
+					return
+				}
+				if err := m.Accept(int32(text[i])); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if !m.CanEnd() {
+				errs <- fmt.Errorf("%q: not a complete match", text)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range texts {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestCompaction checks that a long sequence keeps its matcher's node
+// table bounded and its state intact.
+func TestCompaction(t *testing.T) {
+	e := mustEngine(t, `root ::= "[" item ("," item)* "]"
+item ::= "{" [a-z]{1,3} ":" [0-9]+ "}"`, byteVocab(t))
+	m, _ := e.NewMatcher()
+	mask := make([]uint64, e.Vocab().MaskWords())
+	if err := m.AcceptBytes([]byte("[{a:1}")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20000 {
+		if err := m.Allowed(mask); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AcceptBytes([]byte(fmt.Sprintf(",{%c:%d}", 'a'+i%26, i))); err != nil {
+			t.Fatal(err)
+		}
+		if m.CanEnd() {
+			t.Fatal("complete inside the list")
+		}
+		m.compact() // as if the table had grown: the state must survive
+	}
+	if err := m.AcceptBytes([]byte("]")); err != nil || !m.CanEnd() {
+		t.Fatalf("the list does not end: %v", err)
+	}
+	if n := len(m.in.nodes); n > compactNodes {
+		t.Fatalf("%d nodes kept", n)
 	}
 }

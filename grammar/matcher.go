@@ -94,11 +94,15 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 		st = next
 	}
 	m.st = st
-	if len(m.in.nodes) > maxNodes/2 {
+	if len(m.in.nodes) > compactNodes {
 		m.compact()
 	}
 	return nil
 }
+
+// compactNodes is how many interned nodes a matcher keeps before it
+// drops those its state no longer uses.
+const compactNodes = 1 << 16
 
 // compact moves the live stacks into a fresh interner, dropping the nodes
 // that earlier steps and walks left behind.

@@ -66,7 +66,7 @@ func TestMasksMatchBruteForce(t *testing.T) {
 		{"arithmetic", arithmeticGBNF, "12 * (3 + -4) / 5", 1},
 		{"list", listGBNF, "- milk\n- 🥚 eggs\n", 1},
 	}
-	for _, file := range []string{"ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"} {
+	for _, file := range []string{"ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf", "ggml-vocab-llama-spm.gguf"} {
 		tok, v := realVocab(t, file)
 		for _, d := range docs {
 			t.Run(file+"/"+d.name, func(t *testing.T) {
@@ -74,6 +74,11 @@ func TestMasksMatchBruteForce(t *testing.T) {
 				ids, err := tok.Encode(d.text, false, false)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tok.Decode(ids) != d.text {
+					// SPM puts a space before the text: spell it with
+					// the longest tokens instead.
+					ids = greedyTokens(t, v, d.text)
 				}
 				m, err := e.NewMatcher()
 				if err != nil {
@@ -105,4 +110,82 @@ func TestMasksMatchBruteForce(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEndOnlyEndTokens checks that once the grammar is complete and
+// nothing may follow, the mask holds exactly the end tokens, and that an
+// end token is refused before then.
+func TestEndOnlyEndTokens(t *testing.T) {
+	tok, v := realVocab(t, "ggml-vocab-llama-bpe.gguf")
+	e := mustEngine(t, JSONObjectGBNF, v)
+	m, err := e.NewMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Accept(v.end[0]); err == nil {
+		t.Fatal("an end token was accepted before the grammar is complete")
+	}
+	ids, err := tok.Encode(`{"a": [1, "x"]}`, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := m.Accept(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !m.Done() || !m.CanEnd() {
+		t.Fatalf("Done %v CanEnd %v after a whole object", m.Done(), m.CanEnd())
+	}
+	mask := make([]uint64, v.MaskWords())
+	if err := m.Allowed(mask); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]uint64, v.MaskWords())
+	for _, id := range v.end {
+		want[id>>6] |= 1 << (id & 63)
+	}
+	if diff := diffMask(v, mask, want); diff != "" {
+		t.Fatalf("mask at the end: %s", diff)
+	}
+	if len(v.end) < 2 {
+		t.Fatalf("llama-bpe has %d end tokens, want several (<|end_of_text|>, <|eot_id|>, ...)", len(v.end))
+	}
+	if err := m.Accept(v.end[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Accept(ids[0]); err == nil {
+		t.Fatal("a token was accepted after the end")
+	}
+}
+
+// greedyTokens spells text with the longest token at each position.
+func greedyTokens(t *testing.T, v *Vocab, text string) []int32 {
+	var ids []int32
+	for rest := []byte(text); len(rest) > 0; {
+		best, n := int32(-1), 0
+		node := int32(0)
+		for d := 0; d < len(rest); d++ {
+			child := int32(-1)
+			for c := node + 1; c < v.nodeEnd[node]; c = v.nodeEnd[c] {
+				if v.nodeByte[c] == rest[d] {
+					child = c
+					break
+				}
+			}
+			if child < 0 {
+				break
+			}
+			node = child
+			if v.nodeOwn[node] > 0 {
+				best, n = v.toks[v.nodeTok[node]], d+1
+			}
+		}
+		if best < 0 {
+			t.Fatalf("no token spells %q", rest)
+		}
+		ids = append(ids, best)
+		rest = rest[n:]
+	}
+	return ids
 }

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,12 @@ func TestMatchTables(t *testing.T) {
 		{"dot and classes", `root ::= . [^a-c] [x-z0-9]{2} "é"?`,
 			[]string{"ddx1", "😀dz9é", "\n\n00"},
 			[]string{"dax1", "ddxa", "ddx", "ddx1éé"}},
+		{"nullable repetition", `root ::= ("a"?){0,100} "b"`,
+			[]string{"b", "ab", strings.Repeat("a", 100) + "b"},
+			[]string{"", "a", strings.Repeat("a", 101) + "b"}},
+		{"ambiguous runs", "root ::= " + strings.Repeat("x ", 40) + "\nx ::= \"a\"* | \"a\"* \"a\"*",
+			[]string{"", "a", strings.Repeat("a", 50)},
+			[]string{"b", "ab"}},
 		{"bounded repetition", `root ::= "a"{2,3} "b"{2} "c"{1,} "d"{0,1}`,
 			[]string{"aabbc", "aaabbcccd"},
 			[]string{"abbc", "aaaabbc", "aabc", "aabb", "aabbcdd"}},

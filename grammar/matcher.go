@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -29,13 +30,8 @@ func (e *Engine) NewMatcher() (*Matcher, error) {
 // Clone returns an independent copy of m at the same place.
 func (m *Matcher) Clone() *Matcher {
 	c := *m
-	c.in = &interner{g: m.in.g, nodes: slices.Clone(m.in.nodes), index: make(map[[2]int32]int32, len(m.in.index))}
-	for k, v := range m.in.index {
-		c.in.index[k] = v
-	}
-	for i := range c.in.nodes {
-		c.in.nodes[i].succ = slices.Clone(c.in.nodes[i].succ)
-	}
+	// Successor lists are never changed once set, so the copy may share them.
+	c.in = &interner{g: m.in.g, nodes: slices.Clone(m.in.nodes), index: maps.Clone(m.in.index), seen: map[[2]int32]bool{}}
 	c.st.stacks = slices.Clone(m.st.stacks)
 	c.w = walker{}
 	return &c

@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 )
 
@@ -45,6 +44,7 @@ type interner struct {
 	nodes []snode            // [nodes] by id; ids 0 and 1 are stackDone and stackRest
 	index map[[2]int32]int32 // (pos, parent) -> id
 	work  int                // elements visited by the expansion in progress
+	seen  map[[2]int32]bool  // (pos, parent) pairs the expansion in progress has visited
 }
 
 func newInterner(g *Grammar) *interner {
@@ -52,6 +52,7 @@ func newInterner(g *Grammar) *interner {
 		g:     g,
 		nodes: []snode{{pos: -1, hash: 0x9e3779b97f4a7c15}, {pos: -1, hash: 0xc2b2ae3d27d4eb4f}},
 		index: map[[2]int32]int32{},
+		seen:  map[[2]int32]bool{},
 	}
 }
 
@@ -88,6 +89,13 @@ func (in *interner) expand(pos, parent int32, out []int32) ([]int32, error) {
 		if in.work++; in.work > maxExpandWork {
 			return out, errTooLarge
 		}
+		// A pair visited before has added its stacks already: skipping it
+		// keeps nullable rules from multiplying the paths.
+		k := [2]int32{pos, parent}
+		if in.seen[k] {
+			return out, nil
+		}
+		in.seen[k] = true
 		e := g.elems[pos]
 		switch e.kind {
 		case elemChar:
@@ -127,6 +135,7 @@ func (in *interner) successors(id int32) ([]int32, error) {
 		return n.succ, nil
 	}
 	in.work = 0
+	clear(in.seen)
 	succ, err := in.expand(n.pos+1, n.parent, nil)
 	if err != nil {
 		return nil, err
@@ -141,6 +150,7 @@ func (in *interner) successors(id int32) ([]int32, error) {
 // below the start rule (stackDone for a whole grammar).
 func (in *interner) start(rest int32) ([]int32, error) {
 	in.work = 0
+	clear(in.seen)
 	var out []int32
 	for _, a := range in.g.rules[in.g.root].alts {
 		var err error
@@ -165,16 +175,4 @@ func (in *interner) setHash(stacks []int32) uint64 {
 		h += mix(in.nodes[s].hash)
 	}
 	return h
-}
-
-// describe renders a stack for error messages and tests: rule names from
-// the top down.
-func (in *interner) describe(id int32) string {
-	s := ""
-	for id != stackDone && id != stackRest {
-		n := in.nodes[id]
-		s += fmt.Sprintf("%d ", n.pos)
-		id = n.parent
-	}
-	return s
 }

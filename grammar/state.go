@@ -15,6 +15,10 @@ type state struct {
 // below is an overlong encoding, which is not UTF-8.
 var minRune = [5]rune{0, 0, 0x80, 0x800, 0x10000}
 
+// maxStepStacks bounds the stacks one step gathers before duplicates are
+// removed.
+const maxStepStacks = 1 << 16
+
 // hashState keys the mask cache: equal states hash equal in any interner.
 func (in *interner) hashState(st state) uint64 {
 	return mix(in.setHash(st.stacks) ^ uint64(st.cp)<<16 ^ uint64(st.need)<<8 ^ uint64(st.size))
@@ -69,7 +73,9 @@ func (in *interner) step(st state, b byte, out []int32) (state, error) {
 		if err != nil {
 			return state{}, err
 		}
-		out = append(out, succ...)
+		if out = append(out, succ...); len(out) > maxStepStacks {
+			return state{}, errTooLarge
+		}
 	}
 	if len(st.stacks) > 1 {
 		out = canonical(out)

@@ -241,6 +241,11 @@ func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
 		if tok, ok = argmaxFinite(logits); !ok {
 			return Sampled{}, errNoToken
 		}
+	} else if s.maskedGreedy() {
+		var err error
+		if tok, err = s.argmaxAllowed(logits); err != nil {
+			return Sampled{}, err
+		}
 	} else {
 		var err error
 		if tok, err = s.sampleChain(logits, u); err != nil {

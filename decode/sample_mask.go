@@ -1,6 +1,9 @@
 package decode
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Constraint restricts the tokens a sequence may sample, such as a
 // grammar's matcher (llmserve/grammar). The sampler asks it for the mask
@@ -57,4 +60,38 @@ func (s *Sampler) AcceptSampled(tok int32) error {
 		return fmt.Errorf("sampler: constraint: %w", err)
 	}
 	return nil
+}
+
+// maskedGreedy reports whether the pick is simply the best allowed
+// logit: greedy, with a constraint and nothing else that changes logits.
+func (s *Sampler) maskedGreedy() bool {
+	p := &s.p
+	return p.Constraint != nil && p.Temperature <= 0 && len(s.bias) == 0 && s.counts == nil && s.dry == nil &&
+		p.Samplers == nil && p.Mirostat == 0 && !(p.TypicalP > 0 && p.TypicalP < 1) && p.TopNSigma <= 0 && !xtcActive(*p)
+}
+
+// argmaxAllowed returns the allowed token with the best logit (lowest id
+// on ties, NaN as -Inf, +Inf as the largest float, as sampleChain ranks
+// them) without copying the logits: only the mask's set bits are read.
+func (s *Sampler) argmaxAllowed(logits []float32) (int32, error) {
+	if err := s.p.Constraint.Allowed(s.mask); err != nil {
+		return 0, fmt.Errorf("sampler: constraint: %w", err)
+	}
+	best, m := int32(-1), negInf
+	for w, word := range s.mask {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if i >= len(logits) {
+				break
+			}
+			if l := finite(logits[i]); l > m {
+				best, m = int32(i), l
+			}
+		}
+	}
+	if best < 0 {
+		return 0, fmt.Errorf("sampler: the constraint allows no token with a finite logit")
+	}
+	return best, nil
 }

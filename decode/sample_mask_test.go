@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -216,6 +217,52 @@ func TestConstrainedDecodeMatchesSchema(t *testing.T) {
 			if err := checkPerson(text); err != nil {
 				t.Errorf("temperature %v seed %d: %v\n%s", p.Temperature, seed, err, text)
 			}
+		}
+	}
+}
+
+// TestMaskedGreedyMatchesChain checks that the greedy shortcut under a
+// constraint picks what the full chain picks, NaN, infinities and ties
+// included.
+func TestMaskedGreedyMatchesChain(t *testing.T) {
+	const vocab = 300
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		c := &setConstraint{}
+		for id := range int32(vocab) {
+			if rng.IntN(3) == 0 {
+				c.allowed = append(c.allowed, id)
+			}
+		}
+		if len(c.allowed) == 0 {
+			continue
+		}
+		logits := make([]float32, vocab)
+		for i := range logits {
+			switch rng.IntN(20) {
+			case 0:
+				logits[i] = nan
+			case 1:
+				logits[i] = inf
+			case 2:
+				logits[i] = math.MaxFloat32
+			default:
+				logits[i] = float32(rng.IntN(5)) // many ties
+			}
+		}
+		s, err := NewSampler(SamplerParams{Constraint: c}, vocab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.maskedGreedy() {
+			t.Fatal("a plain greedy constrained sampler does not take the shortcut")
+		}
+		fast, err1 := s.argmaxAllowed(logits)
+		slow, err2 := s.sampleChain(logits, 0)
+		if (err1 == nil) != (err2 == nil) || fast != slow {
+			t.Fatalf("trial %d: shortcut picked %d (%v), the chain %d (%v)", trial, fast, err1, slow, err2)
 		}
 	}
 }

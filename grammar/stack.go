@@ -45,6 +45,7 @@ type interner struct {
 	index map[[2]int32]int32 // (pos, parent) -> id
 	work  int                // elements visited by the expansion in progress
 	seen  map[[2]int32]bool  // (pos, parent) pairs the expansion in progress has visited
+	dfa   dfa                // transitions between the states met so far
 }
 
 func newInterner(g *Grammar) *interner {

@@ -1,21 +1,18 @@
 package grammar
 
-import (
-	"errors"
-	"slices"
-)
+import "errors"
 
-// maxWalkWork bounds the stack steps of one mask computation.
-const maxWalkWork = 1 << 25
+// maxWalkWork bounds the trie nodes one mask computation visits.
+const maxWalkWork = 1 << 24
 
 // errWalkTooLong is returned when computing one mask would take too long.
 var errWalkTooLong = errors.New("grammar: computing a token mask took more work than allowed (the grammar is too ambiguous)")
 
 // walker holds the scratch of trie walks.
 type walker struct {
-	bufs [][]int32 // [depth] stacks of the state at each depth of the walk
-	path []byte    // [depth] bytes from the walk's start to the current node
-	work int       // stack steps of the mask in progress
+	ids  []int32 // [depth] dfa state of each node on the walk's path
+	path []byte  // [depth] bytes from the walk's start to the current node
+	work int     // trie nodes visited by the mask in progress
 
 	restTokens int // tokens below the rest roots found so far
 	restLimit  int // stop with errDeepen past this many; 0: no limit
@@ -40,50 +37,58 @@ func (v *Vocab) setToks(mask []uint64, i int32) {
 }
 
 // walk visits the subtree of trie node from, whose prefix leaves the
-// automaton in st, and sets in mask every token of the subtree (from's own
-// excluded) that st can take. When rest is not nil the walk is for a
-// position table: stacks that reach stackRest add their node to *rest and
-// the walk goes on without them.
+// automaton in st (which has stacks), and sets in mask every token of the
+// subtree (from's own excluded) that st can take. When rest is not nil
+// the walk is for a position table: stacks that reach stackRest add their
+// node to *rest and the walk goes on without them.
 func (w *walker) walk(in *interner, v *Vocab, from int32, st state, mask []uint64, rest *[]restRoot) error {
+	d := &in.dfa
+	d.reset()
+	start, err := d.intern(st)
+	if err != nil {
+		return err
+	}
 	base := v.nodeDepth[from]
-	depth := func(i int32) int { return int(v.nodeDepth[i] - base) }
-	states := []state{st}
+	ids := append(w.ids[:0], start) // [depth] state of each node on the path
+	defer func() { w.ids = ids[:0] }()
 	restEnd := int32(-1) // end of the subtree of the last rest root
 	for i := from + 1; i < v.nodeEnd[from]; {
-		d := depth(i)
-		for len(w.bufs) <= d {
-			w.bufs = append(w.bufs, nil)
+		depth := int(v.nodeDepth[i] - base)
+		for len(w.path) <= depth {
 			w.path = append(w.path, 0)
 		}
-		states = states[:d]
-		parent := states[d-1]
-		w.work += len(parent.stacks)
-		if w.work > maxWalkWork {
+		ids = ids[:depth]
+		if w.work++; w.work > maxWalkWork {
 			return errWalkTooLong
 		}
-		next, err := in.step(parent, v.nodeByte[i], w.bufs[d])
+		next, ok, err := d.trans(in, ids[depth-1], v.nodeByte[i])
 		if err != nil {
 			return err
 		}
-		w.bufs[d] = next.stacks[:0]
-		w.path[d] = v.nodeByte[i]
-		if r := slices.Index(next.stacks, stackRest); rest != nil && r >= 0 && r <= 1 {
+		if !ok {
+			i = v.nodeEnd[i]
+			continue
+		}
+		w.path[depth] = v.nodeByte[i]
+		if rest != nil && d.states[next].hasRest {
 			if i >= restEnd {
-				prefix := append(append([]byte(nil), v.bytesOfNode(from)...), w.path[1:d+1]...)
+				prefix := append(append([]byte(nil), v.bytesOfNode(from)...), w.path[1:depth+1]...)
 				*rest = append(*rest, restRoot{node: i, prefix: prefix})
 				restEnd = v.nodeEnd[i]
 				if w.restTokens += v.subtreeTokens(i); w.restLimit > 0 && w.restTokens > w.restLimit {
 					return errDeepen
 				}
 			}
-			next.stacks = slices.Delete(next.stacks, r, r+1)
-		}
-		if len(next.stacks) == 0 {
-			i = v.nodeEnd[i]
-			continue
+			if next, ok, err = d.stripped(next); err != nil {
+				return err
+			}
+			if !ok {
+				i = v.nodeEnd[i]
+				continue
+			}
 		}
 		v.setToks(mask, i)
-		states = append(states, next)
+		ids = append(ids, next)
 		i++
 	}
 	return nil

@@ -263,3 +263,42 @@ func TestRandomSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomSchemasRealVocab is TestRandomSchemas on the 128k llama-bpe
+// vocabulary, where tokens span many characters and the stack tops'
+// tables leave work to the rest of the stack.
+func TestRandomSchemasRealVocab(t *testing.T) {
+	_, v := realVocab(t, "ggml-vocab-llama-bpe.gguf")
+	n := 30
+	if testing.Short() {
+		n = 5
+	}
+	for i := range n {
+		r := rand.New(rand.NewPCG(uint64(i), 11))
+		schema := genSchema(r, 3)
+		g, err := CompileSchema([]byte(schema), SchemaOptions{})
+		if err != nil {
+			t.Fatalf("schema %d %s: %v", i, schema, err)
+		}
+		e, err := NewEngine(g, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sch map[string]any
+		d := json.NewDecoder(strings.NewReader(schema))
+		d.UseNumber()
+		if err := d.Decode(&sch); err != nil {
+			t.Fatal(err)
+		}
+		for seed := range uint64(2) {
+			text := randomText(t, e, rand.New(rand.NewPCG(seed, uint64(i))))
+			val, err := decodeNumbers(text)
+			if err != nil {
+				t.Fatalf("schema %d %s seed %d: %q is not JSON: %v", i, schema, seed, text, err)
+			}
+			if err := validate(sch, val); err != nil {
+				t.Fatalf("schema %d %s seed %d: %q: %v", i, schema, seed, text, err)
+			}
+		}
+	}
+}

@@ -266,3 +266,37 @@ func TestMaskedGreedyMatchesChain(t *testing.T) {
 		}
 	}
 }
+
+// TestConstrainedDecodeSmallVocab is TestConstrainedDecodeMatchesSchema on
+// a vocabulary of single bytes and a few JSON pieces, so that it runs
+// without the shared folder.
+func TestConstrainedDecodeSmallVocab(t *testing.T) {
+	var toks [][]byte
+	for b := range 256 {
+		toks = append(toks, []byte{byte(b)})
+	}
+	for _, s := range []string{`{"`, `": `, `", "`, `name`, `age`, `tags`, `"red"`, `true`, "\n  ", `2024-`, `é`} {
+		toks = append(toks, []byte(s))
+	}
+	end := int32(len(toks))
+	toks = append(toks, nil)
+	v, err := grammar.NewVocab(len(toks), func(id int32) []byte { return toks[id] }, []int32{end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := grammar.CompileSchema([]byte(personSchema), grammar.SchemaOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []SamplerParams{{}, {Temperature: 1, Seed: 9}} {
+		for seed := range uint64(3) {
+			var text []byte
+			for _, id := range decodeConstrained(t, v, g, p, seed, 20000) {
+				text = append(text, toks[id]...)
+			}
+			if err := checkPerson(string(text)); err != nil {
+				t.Errorf("temperature %v seed %d: %v\n%s", p.Temperature, seed, err, text)
+			}
+		}
+	}
+}

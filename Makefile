@@ -79,6 +79,8 @@ fuzz:
 	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzRequestDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 	$(GO) test ./model/chat -run '^$$' -fuzz '^FuzzSharedTemplates$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 	$(GO) test ./model/chat -run '^$$' -fuzz '^FuzzRendererSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./grammar -run '^$$' -fuzz '^FuzzParseGBNF$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
+	$(GO) test ./grammar -run '^$$' -fuzz '^FuzzSchemaGBNF$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1
 
 clean:
 	rm -rf bin

@@ -38,6 +38,10 @@ type SamplerParams struct {
 	DRYPenaltyLastN     int      // how far back DRY looks; <= 0: the whole sequence
 	DRYSequenceBreakers []string // strings that end a DRY match; nil: llama.cpp's "\n", ":", "\"", "*"
 	Samplers            []string // order of the chain (llama.cpp names, see parseOrder); nil: llama.cpp's default; Temperature <= 0 stays greedy
+
+	// Constraint bans the tokens it does not allow, after the logit bias
+	// (on the host only); nil: off. See sample_mask.go.
+	Constraint Constraint
 }
 
 // MaxTopLogprobs is the largest number of alternatives a request may ask for.
@@ -99,6 +103,7 @@ type Sampler struct {
 	top    []TokenLogprob // [TopLogprobs] best alternatives of the last step
 	mu     float32        // Mirostat's current maximum surprise (2*tau at the start)
 	dry    *dryState      // DRY's history and buffers; nil when DRY is off
+	mask   []uint64       // [(vocab+63)/64] tokens the constraint allows this step; nil without one
 }
 
 // NewSampler validates p and sizes the buffers for a vocabulary of the
@@ -150,8 +155,11 @@ func NewSamplerText(p SamplerParams, vocab int, text TokenText) (*Sampler, error
 			return nil, err
 		}
 	}
+	if p.Constraint != nil {
+		s.mask = make([]uint64, maskWords(vocab))
+	}
 	s.host = p.Samplers != nil || p.Mirostat != 0 || s.dry != nil ||
-		(p.TypicalP > 0 && p.TypicalP < 1) || p.TopNSigma > 0 || xtcActive(p)
+		(p.TypicalP > 0 && p.TypicalP < 1) || p.TopNSigma > 0 || xtcActive(p) || p.Constraint != nil
 	return s, nil
 }
 
@@ -233,6 +241,11 @@ func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
 		if tok, ok = argmaxFinite(logits); !ok {
 			return Sampled{}, errNoToken
 		}
+	} else if s.maskedGreedy() {
+		var err error
+		if tok, err = s.argmaxAllowed(logits); err != nil {
+			return Sampled{}, err
+		}
 	} else {
 		var err error
 		if tok, err = s.sampleChain(logits, u); err != nil {
@@ -257,6 +270,9 @@ func (s *Sampler) sampleChain(logits []float32, u float32) (int32, error) {
 	for _, b := range s.bias {
 		c := &s.cands[b.ID]
 		c.logit = finite(c.logit + b.Logprob)
+	}
+	if err := s.applyConstraint(s.cands); err != nil {
+		return 0, err
 	}
 	c := s.cands
 	if !alive(c) {

@@ -234,34 +234,7 @@ func randomText(t *testing.T, e *Engine, r *rand.Rand) string {
 // and validate against its schema.
 func TestRandomSchemas(t *testing.T) {
 	v := byteVocab(t, `{"`, `": `, `", "`, `"}`, `true`, `null`, "\n  ", `12`, `-0.5`, `é`, `😀`, "\xf0\x9f", `\u00`, `[{"k0": `, `"},`, `2024-`)
-	for i := range 200 {
-		r := rand.New(rand.NewPCG(uint64(i), 7))
-		schema := genSchema(r, 3)
-		g, err := CompileSchema([]byte(schema), SchemaOptions{})
-		if err != nil {
-			t.Fatalf("schema %d %s: %v", i, schema, err)
-		}
-		e, err := NewEngine(g, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sch map[string]any
-		d := json.NewDecoder(strings.NewReader(schema))
-		d.UseNumber()
-		if err := d.Decode(&sch); err != nil {
-			t.Fatal(err)
-		}
-		for seed := range uint64(3) {
-			text := randomText(t, e, rand.New(rand.NewPCG(seed, uint64(i))))
-			val, err := decodeNumbers(text)
-			if err != nil {
-				t.Fatalf("schema %d %s seed %d: %q is not JSON: %v", i, schema, seed, text, err)
-			}
-			if err := validate(sch, val); err != nil {
-				t.Fatalf("schema %d %s seed %d: %q: %v", i, schema, seed, text, err)
-			}
-		}
-	}
+	checkRandomSchemas(t, v, 200, 3, 7)
 }
 
 // TestRandomSchemasRealVocab is TestRandomSchemas on the 128k llama-bpe
@@ -273,8 +246,16 @@ func TestRandomSchemasRealVocab(t *testing.T) {
 	if testing.Short() {
 		n = 5
 	}
+	checkRandomSchemas(t, v, n, 2, 11)
+}
+
+// checkRandomSchemas generates n schemas (stream salt) and, for each,
+// seeds texts from random tokens of v under the schema's masks; every text
+// must parse as JSON and validate against its schema.
+func checkRandomSchemas(t *testing.T, v *Vocab, n int, seeds, salt uint64) {
+	t.Helper()
 	for i := range n {
-		r := rand.New(rand.NewPCG(uint64(i), 11))
+		r := rand.New(rand.NewPCG(uint64(i), salt))
 		schema := genSchema(r, 3)
 		g, err := CompileSchema([]byte(schema), SchemaOptions{})
 		if err != nil {
@@ -290,7 +271,7 @@ func TestRandomSchemasRealVocab(t *testing.T) {
 		if err := d.Decode(&sch); err != nil {
 			t.Fatal(err)
 		}
-		for seed := range uint64(2) {
+		for seed := range seeds {
 			text := randomText(t, e, rand.New(rand.NewPCG(seed, uint64(i))))
 			val, err := decodeNumbers(text)
 			if err != nil {

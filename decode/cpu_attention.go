@@ -7,7 +7,9 @@ import (
 
 // attention computes softmax(cap(scale·q·K))·V for every token and head of
 // the chunk over the positions of the token's sequence it sees (0..pos, or
-// the last st.Window of them), spread over workers.
+// the last st.Window of them), spread over workers. The positions are read
+// block by block through the sequence's block table: each run of positions
+// inside one block is one strided kernel call over its cells.
 func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 	m, s := e.m, &e.s
 	hd, qDim, group := m.HeadDim, m.Heads*m.HeadDim, m.Heads/m.KVHeads
@@ -15,10 +17,12 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 	q, att := s.bufs[model.BufQ], s.bufs[model.BufAtt]
 	tasks := b.Len() * m.Heads
 	workers := e.opts.Threads
-	kc, vc := e.kCache[l], e.vCache[l]
+	kc, vc := &e.kv.k[l], &e.kv.v[l]
+	bs := e.kv.Layout.BlockSize
 	e.pool.For(workers, func(lo, hi int) {
 		for wk := lo; wk < hi; wk++ {
 			scores := s.scores[wk*e.opts.Context : (wk+1)*e.opts.Context]
+			rows := s.kvRows[wk*bs*hd : (wk+1)*bs*hd]
 			// Contiguous tasks keep the query heads that share a KV head
 			// on one worker, so the cached rows are read once from memory.
 			for task := wk * tasks / workers; task < (wk+1)*tasks/workers; task++ {
@@ -29,10 +33,15 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 				if window > 0 {
 					first = max(0, int(b.Pos[i])+1-window)
 				}
-				base := e.cacheOffset(b.Seq[i], int32(first)) + (h/group)*hd
 				nPos := int(b.Pos[i]) + 1 - first
-				span := (nPos-1)*e.kvDim + hd
-				kernels.Dots(scores[:nPos], qh, kc[base:base+span], e.kvDim)
+				table := e.table(b, b.Seq[i])
+				c0, c1 := (h/group)*hd, (h/group+1)*hd
+				for p := first; p < first+nPos; {
+					n := blockRun(bs, p, first+nPos-p)
+					k, stride := kc.view(e.kv.cell(table, p), n, c0, c1, rows)
+					kernels.Dots(scores[p-first:p-first+n], qh, k, stride)
+					p += n
+				}
 				for p := range scores[:nPos] {
 					scores[p] *= scale
 				}
@@ -41,7 +50,12 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 				}
 				kernels.Softmax(scores[:nPos])
 				clear(out)
-				kernels.Axpys(out, scores[:nPos], vc[base:base+span], e.kvDim)
+				for p := first; p < first+nPos; {
+					n := blockRun(bs, p, first+nPos-p)
+					v, stride := vc.view(e.kv.cell(table, p), n, c0, c1, rows)
+					kernels.Axpys(out, scores[p-first:p-first+n], v, stride)
+					p += n
+				}
 			}
 		}
 	})

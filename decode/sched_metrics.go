@@ -125,6 +125,7 @@ type MetricsSnapshot struct {
 	CachedPrompt     uint64 // prompt tokens taken from the prefix cache instead of computed
 	Preemptions      uint64 // sequences preempted when the KV pool ran dry
 	KVBlocksUsed     int    // blocks of the KV pool held by sequences
+	KVEvictions      uint64 // cached blocks evicted to make room
 }
 
 // Snapshot copies the scalar counters.
@@ -143,6 +144,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		CachedPrompt:    m.kv.cachedPrompt,
 		Preemptions:     m.kv.preemptions,
 		KVBlocksUsed:    m.kv.used,
+		KVEvictions:     m.kv.evictions,
 	}
 }
 

@@ -41,7 +41,9 @@ func (s *Scheduler) admitPaged(seq *sequence, reserved *int) bool {
 		seq.table, seq.keys = p.pool.lookup(seq.tokens[:seq.fillTo], share, seq.table, seq.keys)
 		need -= len(seq.table)
 	}
-	if p.pool.available() < need+*reserved {
+	// Beside its prompt, leave a block for each running sequence to grow
+	// into, so that admitting seq does not soon preempt it again.
+	if p.pool.available() < need+*reserved+len(s.active) {
 		p.pool.releaseTable(seq.table)
 		seq.table, seq.keys = seq.table[:0], seq.keys[:0]
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"llmserve/gguf"
+	"llmserve/kernels"
 )
 
 // KVLayout describes a paged KV cache: Blocks blocks of BlockSize token
@@ -120,20 +121,30 @@ func (c *kvCells) view(cell, n, lo, hi int, scratch []float32) (rows []float32, 
 	for r := 0; r < n; r++ {
 		dst := out[r*w : (r+1)*w]
 		if c.typ == KVF16 {
-			for i, h := range c.f16[(cell+r)*c.dim+lo : (cell+r)*c.dim+hi] {
-				dst[i] = gguf.FP16ToFP32(h)
-			}
+			kernels.WidenF16(dst, c.f16[(cell+r)*c.dim+lo:(cell+r)*c.dim+hi])
 			continue
 		}
 		row := c.q8[(cell+r)*c.rowBytes : (cell+r+1)*c.rowBytes]
-		for i := range dst {
-			j := lo + i
-			blk := row[j/q8Block*q8BlockBytes:]
-			d := gguf.FP16ToFP32(binary.LittleEndian.Uint16(blk))
-			dst[i] = float32(int8(blk[2+j%q8Block])) * d
+		if lo%q8Block == 0 && hi%q8Block == 0 { // whole blocks: a head of 32k values
+			kernels.WidenQ8_0(dst, row[lo/q8Block*q8BlockBytes:hi/q8Block*q8BlockBytes])
+			continue
 		}
+		widenQ8Range(dst, row, lo)
 	}
 	return out, w
+}
+
+// widenQ8Range widens values lo..lo+len(dst)-1 of a q8_0 row that do not
+// span whole blocks (heads narrower than a block).
+func widenQ8Range(dst []float32, row []byte, lo int) {
+	for i := 0; i < len(dst); {
+		j := lo + i
+		blk := row[j/q8Block*q8BlockBytes:]
+		d := gguf.FP16ToFP32(binary.LittleEndian.Uint16(blk))
+		for ; i < len(dst) && (lo+i)/q8Block == j/q8Block; i++ {
+			dst[i] = float32(int8(blk[2+(lo+i)%q8Block])) * d
+		}
+	}
 }
 
 // KVCache is a paged pool of K and V cells for every layer.

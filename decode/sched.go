@@ -214,7 +214,9 @@ func (s *Scheduler) newSequence(ctx context.Context, r Request) (seq *sequence, 
 	for _, t := range r.Prompt {
 		sampler.Accept(t)
 	}
-	room := ctxSize
+	// Room for the tokens the request may generate (growing past 1024
+	// generated tokens when it has no max_tokens).
+	room := min(ctxSize, len(r.Prompt)+1024)
 	if r.MaxTokens > 0 {
 		room = min(ctxSize, len(r.Prompt)+r.MaxTokens)
 	}

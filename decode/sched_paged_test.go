@@ -205,3 +205,93 @@ func TestSchedulerPrefixEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerPoolChurn mixes choices that share blocks, seeded and
+// greedy requests and requests cancelled midway over a pool of one
+// context for 8 slots: every request not cancelled gives what it gives
+// over a big pool, none fails, and no block stays in use.
+func TestSchedulerPoolChurn(t *testing.T) {
+	const ctx, bs = 128, 16
+	opts := CPUOptions{Context: ctx, MaxSeqs: 8, Threads: 2, BlockSize: bs}
+	probe := openEngine(t, "models/stories260K.gguf", opts)
+	big := pagedScheduler(t, opts, SchedulerConfig{MaxQueue: 64, StepTokens: 48})
+	opts.KVMemory = probe.KVLayout().BytesPerToken() * ctx
+	small := pagedScheduler(t, opts, SchedulerConfig{MaxQueue: 64, StepTokens: 48})
+
+	type job struct {
+		r      Request
+		n      int  // choices
+		cancel bool // cancelled after its third token
+	}
+	var jobs []job
+	for i := range 12 {
+		r := Request{Prompt: storiesTokens(20 + i*9%50), MaxTokens: 25 + i*5%30, IgnoreEOS: true,
+			Sampling: SamplerParams{Logprobs: true}}
+		if i%2 == 1 {
+			r.Sampling = SamplerParams{Temperature: 0.8, TopK: 40, Seed: uint64(i), Logprobs: true}
+		}
+		jobs = append(jobs, job{r: r, n: 1 + 2*(i%4/3), cancel: i%5 == 2})
+	}
+	runJobs := func(s *Scheduler, cancels bool) [][]scored {
+		out := make([][]scored, len(jobs))
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			streams, err := s.SubmitChoices(ctx, j.r, j.n)
+			if err != nil {
+				t.Fatalf("job %d: %v", i, err)
+			}
+			out[i] = make([]scored, j.n)
+			for c, st := range streams {
+				wg.Go(func() {
+					if cancels && j.cancel {
+						for range 3 {
+							ev, err := st.Next(context.Background())
+							if err != nil {
+								t.Errorf("job %d choice %d: stream: %v", i, c, err)
+								return
+							}
+							if ev.Done {
+								out[i][c].final = ev
+								return
+							}
+						}
+						cancel()
+					}
+					out[i][c] = collectScored(t, st)
+				})
+			}
+		}
+		wg.Wait()
+		return out
+	}
+	want := runJobs(big, false)
+	got := runJobs(small, true)
+	for i, j := range jobs {
+		for c := range j.n {
+			g := got[i][c]
+			if j.cancel {
+				if g.final.Err != nil && g.final.Err != context.Canceled {
+					t.Errorf("job %d choice %d: %v", i, c, g.final.Err)
+				}
+				continue
+			}
+			if !sameScored(g, want[i][c]) {
+				t.Errorf("job %d choice %d over the small pool: %v (%v), over the big one: %v", i, c, g.tokens, g.final.Err, want[i][c].tokens)
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for small.Pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	m := small.Metrics().Snapshot()
+	t.Logf("small pool: %d preemptions, %d prompt tokens from the cache, %d shared between choices", m.Preemptions, m.CachedPrompt, m.SharedPrompt)
+	if m.KVBlocksUsed != 0 || small.Pending() != 0 {
+		t.Errorf("%d blocks in use and %d requests pending after every request ended", m.KVBlocksUsed, small.Pending())
+	}
+	if m.Finished["error"] != 0 || m.Finished["cancelled"] == 0 {
+		t.Errorf("requests ended %v: want none with an error, some cancelled", m.Finished)
+	}
+}

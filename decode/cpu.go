@@ -24,6 +24,9 @@ type CPUOptions struct {
 	// KVMemory is the memory budget of the KV pool in bytes; 0 = room for
 	// MaxSeqs full contexts. The pool holds at least one full context.
 	KVMemory int64
+	// KVMemoryShare, when KVMemory is 0, sizes the pool as this share
+	// (0 to 1) of the memory available at start-up instead.
+	KVMemoryShare float64
 	// Progress, when set, is told how far reading the weights into memory
 	// has come. They are read once at load, like llama.cpp's prefetch, so
 	// the first request does not wait for the disk.
@@ -73,6 +76,13 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
 	e := &CPUEngine{m: m, kvDim: m.KVHeads * m.HeadDim}
+	if opts.KVMemory <= 0 && opts.KVMemoryShare > 0 {
+		avail := availableMemory()
+		if avail <= 0 {
+			return nil, fmt.Errorf("decode: a KV pool of %.0f%% of the available memory: the available memory is unknown here; give a size", 100*opts.KVMemoryShare)
+		}
+		opts.KVMemory = int64(min(opts.KVMemoryShare, 1) * float64(avail))
+	}
 	layout, err := cpuKVLayout(m, &opts)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"llmserve/internal/nmse"
+	"llmserve/model"
 )
 
 // TestKVCellsAddressing stores a distinct row at every position of
@@ -182,5 +183,41 @@ func TestCPUPrefixReuseBitIdentical(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCPUKVLayout sizes the CPU engine's pool: types and their bytes per
+// token, the default of MaxSeqs full contexts, a memory budget rounded
+// down to whole blocks and refused below one context, and q8_0 refused
+// for rows that are not whole q8_0 blocks.
+func TestCPUKVLayout(t *testing.T) {
+	m := &model.Model{Config: model.Config{Embd: 64, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 100}, Layers: make([]model.Layer, 3)}
+	narrow := &model.Model{Config: model.Config{Embd: 64, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 128, Vocab: 100}, Layers: make([]model.Layer, 3)}
+	tests := []struct {
+		name          string
+		m             *model.Model
+		opts          CPUOptions
+		blocks        int
+		bytesPerToken int64
+		ok            bool
+	}{
+		{"default f16", m, CPUOptions{Context: 100, MaxSeqs: 3}, 3 * 4, 3 * 2 * 64 * 2, true},
+		{"f32 blocks of 16", m, CPUOptions{Context: 100, MaxSeqs: 2, BlockSize: 16, CacheTypeK: KVF32, CacheTypeV: KVF32}, 2 * 7, 3 * 2 * 64 * 4, true},
+		{"q8_0 keys, f16 values", m, CPUOptions{Context: 64, MaxSeqs: 1, CacheTypeK: KVQ8_0}, 2, 3 * (68 + 128), true},
+		{"budget of 5.5 blocks", m, CPUOptions{Context: 64, MaxSeqs: 8, KVMemory: 768*32*5 + 400}, 5, 768, true},
+		{"budget below one context", m, CPUOptions{Context: 200, MaxSeqs: 8, KVMemory: 768 * 32 * 6}, 0, 0, false},
+		{"q8_0 with rows of 16", narrow, CPUOptions{Context: 64, MaxSeqs: 1, CacheTypeV: KVQ8_0}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			l, err := cpuKVLayout(tt.m, &opts)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok = %v", err, tt.ok)
+			}
+			if tt.ok && (l.Blocks != tt.blocks || l.BytesPerToken() != tt.bytesPerToken) {
+				t.Errorf("%d blocks of %d bytes a token, want %d of %d", l.Blocks, l.BytesPerToken(), tt.blocks, tt.bytesPerToken)
+			}
+		})
 	}
 }

@@ -66,7 +66,8 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 			return o.kvMemory == 512<<20 && o.kvBlock == 16 && o.noPrefixCache
 		}},
 		{[]string{"-m", "x", "--kv-memory", "1.5GiB"}, func(o serveOptions) bool { return o.kvMemory == 3<<29 }},
-		{[]string{"-m", "x", "--kv-memory", "4096"}, func(o serveOptions) bool { return o.kvMemory == 4096 }},
+		{[]string{"-m", "x", "--kv-memory", "4096"}, func(o serveOptions) bool { return o.kvMemory == 4096 && o.kvShare == 0 }},
+		{[]string{"-m", "x", "--kv-memory", "40%"}, func(o serveOptions) bool { return o.kvMemory == 0 && o.kvShare == 0.4 }},
 		{[]string{"-m", "x", "-dev", "none"}, func(o serveOptions) bool { return o.gpuLayers == 0 }},
 		{[]string{"-m", "x", "--device", "CUDA0"}, func(o serveOptions) bool { return o.gpuLayers == 99 }},
 		{[]string{"-m", "x", "--log-disable"}, func(o serveOptions) bool { return o.logDisable }},
@@ -108,6 +109,7 @@ func TestLlamaServerFlagsRefused(t *testing.T) {
 		{[]string{"-m", "x", "-ctv", "f64"}, "f16, q8_0 or f32"},
 		{[]string{"-m", "x", "--kv-memory", "-1G"}, "positive size"},
 		{[]string{"-m", "x", "--kv-memory", "lots"}, "positive size"},
+		{[]string{"-m", "x", "--kv-memory", "150%"}, "0% to 100%"},
 		{[]string{"-m", "x", "-dev", "CUDA1"}, "CUDA0"},
 		{[]string{"-m", "x", "-fa", "maybe"}, "on, off or auto"},
 		{[]string{"-m", "x", "-n", "0"}, "-1"},

@@ -38,6 +38,7 @@ type engineConfig struct {
 	CacheTypeK, CacheTypeV decode.KVType
 	KVBlock                int
 	KVMemory               int64
+	KVShare                float64      // pool as a share of the available memory, when KVMemory is 0
 	Info                   func(string) // progress and diagnostics of the GPU engine; nil: none
 	Progress               decode.Progress
 }
@@ -50,7 +51,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
 		}
-		if c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 {
+		if c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0 {
 			warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 		}
 		e, err := openGPUEngine(m, c, warn)
@@ -66,7 +67,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		}
 	}
 	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads, Progress: c.Progress,
-		CacheTypeK: c.CacheTypeK, CacheTypeV: c.CacheTypeV, BlockSize: c.KVBlock, KVMemory: c.KVMemory})
+		CacheTypeK: c.CacheTypeK, CacheTypeV: c.CacheTypeV, BlockSize: c.KVBlock, KVMemory: c.KVMemory, KVMemoryShare: c.KVShare})
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,6 +10,24 @@ import (
 	"llmserve/decode"
 )
 
+// kvMemoryFlag parses --kv-memory: a byte count with an optional K, M, G
+// or T suffix (powers of 1024; "KiB", "MB" and the like read the same) into
+// size, or a share of the available memory such as "40%" into share.
+func kvMemoryFlag(size *int64, share *float64) func(string) error {
+	return func(v string) error {
+		if p, ok := strings.CutSuffix(strings.TrimSpace(v), "%"); ok {
+			f, err := strconv.ParseFloat(p, 64)
+			if err != nil || f <= 0 || f > 100 {
+				return fmt.Errorf("%q: want a share of the available memory from 0%% to 100%%", v)
+			}
+			*size, *share = 0, f/100
+			return nil
+		}
+		*share = 0
+		return sizeFlag(size)(v)
+	}
+}
+
 // sizeFlag parses a byte count with an optional K, M, G or T suffix
 // (powers of 1024; "KiB", "MB" and the like read the same).
 func sizeFlag(dst *int64) func(string) error {

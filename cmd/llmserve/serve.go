@@ -57,6 +57,7 @@ type serveOptions struct {
 	cacheTypeK, cacheTypeV decode.KVType
 	kvBlock                int
 	kvMemory               int64
+	kvShare                float64 // --kv-memory N%: a share of the available memory
 	noPrefixCache          bool
 
 	// llama-server flags (compat.go)
@@ -132,7 +133,7 @@ Flags (one or two dashes):
 	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
 	str(&o.chatTemplate, "chat-template", "", "chat template to use instead of the model's: a built-in `format` ("+strings.Join(chat.FallbackNames(), ", ")+") or Jinja source (text with {% or {{)")
 	num(&o.kvBlock, "kv-block-size", decode.DefaultBlockSize, "`tokens` per block of the paged KV cache (CPU)")
-	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots, in bytes or with a K, M, G suffix (CPU; default: --parallel full contexts; at least one)", sizeFlag(&o.kvMemory))
+	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
 	fs.BoolVar(&o.noPrefixCache, "no-prefix-cache", false, "compute every prompt in full instead of taking cached KV blocks of its prefix from earlier or running requests")
 	addCompatFlags(fs, o)
 	return fs
@@ -326,7 +327,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
 		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap,
-		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory,
+		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),
 	}, func(s string) { log.Warn().Msg(s) })

@@ -56,7 +56,7 @@ type CPUEngine struct {
 type cpuScratch struct {
 	bufs   [model.NumBufs][]float32 // [B, BufWidth(b)] for the buffers the graph uses
 	scores []float32                // [Threads, Context] attention scores per worker
-	kvRows []float32                // [Threads, BlockSize*HeadDim] cache rows widened to f32 per worker (f16, q8_0)
+	kvRows []float32                // [Threads, 2, Context, HeadDim] one KV head's K and V rows widened to f32 per worker (f16, q8_0 caches; else empty)
 	rowTok []int                    // [B] token index of each logits row
 	moe    moeScratch               // buffers of the expert mixture, when there is one
 }
@@ -110,7 +110,9 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		}
 	}
 	e.s.scores = make([]float32, opts.Threads*opts.Context)
-	e.s.kvRows = make([]float32, opts.Threads*layout.BlockSize*m.HeadDim)
+	if layout.K != KVF32 || layout.V != KVF32 {
+		e.s.kvRows = make([]float32, opts.Threads*2*opts.Context*m.HeadDim)
+	}
 	e.s.rowTok = make([]int, B)
 	if m.Experts > 0 {
 		e.s.moe = newMoEScratch(&m.Config, B)
@@ -140,7 +142,13 @@ func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
 	if err != nil {
 		return err
 	}
-	need, err := sizeSum("decode: CPU buffers", kv, rows, scores)
+	var widened int64
+	if layout.K != KVF32 || layout.V != KVF32 {
+		if widened, err = sizeProduct("decode: widened KV rows", opts.Threads, 2, opts.Context, m.HeadDim, 4); err != nil {
+			return err
+		}
+	}
+	need, err := sizeSum("decode: CPU buffers", kv, rows, scores, widened)
 	if err != nil {
 		return err
 	}

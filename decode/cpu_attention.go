@@ -8,8 +8,10 @@ import (
 // attention computes softmax(cap(scale·q·K))·V for every token and head of
 // the chunk over the positions of the token's sequence it sees (0..pos, or
 // the last st.Window of them), spread over workers. The positions are read
-// block by block through the sequence's block table: each run of positions
-// inside one block is one strided kernel call over its cells.
+// through the sequence's block table: an f32 cache in place, each run of
+// positions inside one block one strided kernel call over its cells; an
+// f16 or q8_0 cache widened to f32 once per token and KV head, for all the
+// query heads that share it.
 func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 	m, s := e.m, &e.s
 	hd, qDim, group := m.HeadDim, m.Heads*m.HeadDim, m.Heads/m.KVHeads
@@ -18,13 +20,19 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 	tasks := b.Len() * m.Heads
 	workers := e.opts.Threads
 	kc, vc := &e.kv.k[l], &e.kv.v[l]
-	bs := e.kv.Layout.BlockSize
+	bs, ctx := e.kv.Layout.BlockSize, e.opts.Context
+	inPlace := kc.typ == KVF32 && vc.typ == KVF32
 	e.pool.For(workers, func(lo, hi int) {
 		for wk := lo; wk < hi; wk++ {
-			scores := s.scores[wk*e.opts.Context : (wk+1)*e.opts.Context]
-			rows := s.kvRows[wk*bs*hd : (wk+1)*bs*hd]
+			scores := s.scores[wk*ctx : (wk+1)*ctx]
+			var kRows, vRows []float32
+			if !inPlace {
+				kRows = s.kvRows[2*wk*ctx*hd : (2*wk+1)*ctx*hd]
+				vRows = s.kvRows[(2*wk+1)*ctx*hd : (2*wk+2)*ctx*hd]
+			}
+			widened := -1 // task/group of the rows in kRows, vRows
 			// Contiguous tasks keep the query heads that share a KV head
-			// on one worker, so the cached rows are read once from memory.
+			// on one worker, so the cached rows are read once.
 			for task := wk * tasks / workers; task < (wk+1)*tasks/workers; task++ {
 				i, h := task/m.Heads, task%m.Heads
 				qh := q[i*qDim+h*hd : i*qDim+(h+1)*hd]
@@ -36,11 +44,24 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 				nPos := int(b.Pos[i]) + 1 - first
 				table := e.table(b, b.Seq[i])
 				c0, c1 := (h/group)*hd, (h/group+1)*hd
-				for p := first; p < first+nPos; {
-					n := blockRun(bs, p, first+nPos-p)
-					k, stride := kc.view(e.kv.cell(table, p), n, c0, c1, rows)
-					kernels.Dots(scores[p-first:p-first+n], qh, k, stride)
-					p += n
+				if !inPlace && widened != task/group {
+					for p := first; p < first+nPos; {
+						n := blockRun(bs, p, first+nPos-p)
+						cell := e.kv.cell(table, p)
+						kc.widen(cell, n, c0, c1, kRows[(p-first)*hd:])
+						vc.widen(cell, n, c0, c1, vRows[(p-first)*hd:])
+						p += n
+					}
+					widened = task / group
+				}
+				if inPlace {
+					for p := first; p < first+nPos; {
+						n := blockRun(bs, p, first+nPos-p)
+						kernels.Dots(scores[p-first:p-first+n], qh, kc.rows(e.kv.cell(table, p), n, c0, c1), kc.dim)
+						p += n
+					}
+				} else {
+					kernels.Dots(scores[:nPos], qh, kRows[:nPos*hd], hd)
 				}
 				for p := range scores[:nPos] {
 					scores[p] *= scale
@@ -50,10 +71,13 @@ func (e *CPUEngine) attention(l int, st *model.Step, b *Batch) {
 				}
 				kernels.Softmax(scores[:nPos])
 				clear(out)
+				if !inPlace {
+					kernels.Axpys(out, scores[:nPos], vRows[:nPos*hd], hd)
+					continue
+				}
 				for p := first; p < first+nPos; {
 					n := blockRun(bs, p, first+nPos-p)
-					v, stride := vc.view(e.kv.cell(table, p), n, c0, c1, rows)
-					kernels.Axpys(out, scores[p-first:p-first+n], v, stride)
+					kernels.Axpys(out, scores[p-first:p-first+n], vc.rows(e.kv.cell(table, p), n, c0, c1), vc.dim)
 					p += n
 				}
 			}

@@ -109,29 +109,32 @@ func (c *kvCells) store(cell int, x []float32) {
 	}
 }
 
-// view returns values lo..hi-1 of the n consecutive cells from cell as
-// float32 rows stride values apart: the cells themselves for f32, else
-// the rows widened into scratch, which must hold n*(hi-lo) values.
-func (c *kvCells) view(cell, n, lo, hi int, scratch []float32) (rows []float32, stride int) {
-	if c.typ == KVF32 {
-		return c.f32[cell*c.dim+lo : (cell+n-1)*c.dim+hi], c.dim
-	}
+// rows returns values lo..hi-1 of the n consecutive f32 cells from cell,
+// in place, dim values apart.
+func (c *kvCells) rows(cell, n, lo, hi int) []float32 {
+	return c.f32[cell*c.dim+lo : (cell+n-1)*c.dim+hi]
+}
+
+// widen writes values lo..hi-1 of the n consecutive cells from cell, of
+// any type, as float32 rows of hi-lo values into dst.
+func (c *kvCells) widen(cell, n, lo, hi int, dst []float32) {
 	w := hi - lo
-	out := scratch[:n*w]
 	for r := 0; r < n; r++ {
-		dst := out[r*w : (r+1)*w]
-		if c.typ == KVF16 {
-			kernels.WidenF16(dst, c.f16[(cell+r)*c.dim+lo:(cell+r)*c.dim+hi])
-			continue
+		out := dst[r*w : (r+1)*w]
+		switch c.typ {
+		case KVF32:
+			copy(out, c.f32[(cell+r)*c.dim+lo:(cell+r)*c.dim+hi])
+		case KVF16:
+			kernels.WidenF16(out, c.f16[(cell+r)*c.dim+lo:(cell+r)*c.dim+hi])
+		case KVQ8_0:
+			row := c.q8[(cell+r)*c.rowBytes : (cell+r+1)*c.rowBytes]
+			if lo%q8Block == 0 && hi%q8Block == 0 { // whole blocks: heads of 32k values
+				kernels.WidenQ8_0(out, row[lo/q8Block*q8BlockBytes:hi/q8Block*q8BlockBytes])
+			} else {
+				widenQ8Range(out, row, lo)
+			}
 		}
-		row := c.q8[(cell+r)*c.rowBytes : (cell+r+1)*c.rowBytes]
-		if lo%q8Block == 0 && hi%q8Block == 0 { // whole blocks: a head of 32k values
-			kernels.WidenQ8_0(dst, row[lo/q8Block*q8BlockBytes:hi/q8Block*q8BlockBytes])
-			continue
-		}
-		widenQ8Range(dst, row, lo)
 	}
-	return out, w
 }
 
 // widenQ8Range widens values lo..lo+len(dst)-1 of a q8_0 row that do not

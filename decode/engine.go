@@ -1,6 +1,9 @@
 // Package decode owns the token loop: the KV cache, forward steps over a
 // batch of sequences, sampling, and the scheduler that runs continuous
-// batching over a fixed number of sequence slots.
+// batching over a fixed number of sequence slots. With a PagedEngine the
+// slots draw their KV cells from one pool of blocks (KVLayout, cellOf),
+// shared between requests with a common prefix (blockPool); other engines
+// keep one fixed region per slot.
 package decode
 
 import "fmt"

@@ -151,8 +151,8 @@ func TestCPUPagedMatchesFixed(t *testing.T) {
 
 // TestCPUPrefixReuseBitIdentical checks that a prompt whose first blocks
 // come from another sequence's cache (as the prefix cache hands them out)
-// gives the logits of a cold prefill bit for bit, on stories260K and a
-// golden model, in every cache type.
+// gives the logits of a cold prefill bit for bit, on stories260K and
+// golden models, in every cache type.
 func TestCPUPrefixReuseBitIdentical(t *testing.T) {
 	models := []struct {
 		path   string
@@ -161,11 +161,23 @@ func TestCPUPrefixReuseBitIdentical(t *testing.T) {
 	}{
 		{"models/stories260K.gguf", 16, storiesTokens(45)},
 		{"golden/tiny-llama-F32.gguf", 4, goldenTokens},
+		{"golden/tiny-llama-Q4_K_M.gguf", 4, goldenTokens},
+		{"golden/tiny-qwen2-Q8_0.gguf", 4, goldenTokens},
+		{"golden-arch/tiny-gemma2-F32.gguf", 4, goldenTokens}, // sliding window, soft-capping
+		{"golden-arch/tiny-phi3-F32.gguf", 4, goldenTokens},
 	}
 	for _, m := range models {
 		for _, typ := range []KVType{KVF32, KVF16, KVQ8_0} {
 			t.Run(fmt.Sprintf("%s/%s", m.path, typ), func(t *testing.T) {
-				e := openEngine(t, m.path, CPUOptions{Context: 64, MaxSeqs: 2, Threads: 2, BlockSize: m.bs, CacheTypeK: typ, CacheTypeV: typ})
+				mod := loadModel(t, m.path)
+				if _, err := typ.rowBytes(mod.KVHeads * mod.HeadDim); err != nil {
+					t.Skipf("the model cannot have this cache: %v", err)
+				}
+				e, err := NewCPUEngine(mod, CPUOptions{Context: 64, MaxSeqs: 2, Threads: 2, BlockSize: m.bs, CacheTypeK: typ, CacheTypeV: typ})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
 				n := len(m.tokens)
 				blocks := e.KVLayout().BlocksFor(n)
 				cold := make([]int32, blocks)

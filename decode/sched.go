@@ -318,7 +318,7 @@ func (s *Scheduler) iterate(ctx context.Context) {
 			s.panicked("scheduler loop", v, debug.Stack())
 			err := fmt.Errorf("%w: scheduler loop panicked: %v", ErrInternal, v)
 			for _, seq := range s.active {
-				if !seq.done {
+				if !seq.done && !seq.requeued { // a preempted sequence waits in the queue
 					s.release(seq, Event{Err: err}, "error")
 				}
 			}

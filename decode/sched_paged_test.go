@@ -2,10 +2,12 @@ package decode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,5 +295,70 @@ func TestSchedulerPoolChurn(t *testing.T) {
 	}
 	if m.Finished["error"] != 0 || m.Finished["cancelled"] == 0 {
 		t.Errorf("requests ended %v: want none with an error, some cancelled", m.Finished)
+	}
+}
+
+// panicPaged is a CPU engine, paged, whose Forward panics on step
+// panicAt (counting from 1) and, with failAt, fails on that step.
+type panicPaged struct {
+	*CPUEngine
+	steps           atomic.Int32
+	panicAt, failAt int32
+}
+
+func (e *panicPaged) Forward(b *Batch, out []float32) error {
+	switch e.steps.Add(1) {
+	case e.panicAt:
+		panic("engine step failed")
+	case e.failAt:
+		return errors.New("engine step failed")
+	}
+	return e.CPUEngine.Forward(b, out)
+}
+
+// TestSchedulerPagedStepFailures makes a step panic and a later one fail
+// while 16 requests run over a pool of one context: the requests of
+// those steps end with an error, every other request gives what it gives
+// without failures, and no block stays in use.
+func TestSchedulerPagedStepFailures(t *testing.T) {
+	const ctx, bs = 128, 16
+	opts := CPUOptions{Context: ctx, MaxSeqs: 6, Threads: 2, BlockSize: bs}
+	probe := openEngine(t, "models/stories260K.gguf", opts)
+	opts.KVMemory = probe.KVLayout().BytesPerToken() * ctx
+	reqs := make([]Request, 16)
+	for i := range reqs {
+		reqs[i] = Request{Prompt: storiesTokens(10 + i*7%45), MaxTokens: 30 + i%20, IgnoreEOS: true, Sampling: SamplerParams{Logprobs: true}}
+	}
+	want := runAll(t, pagedScheduler(t, opts, SchedulerConfig{MaxQueue: 32, StepTokens: 32}), reqs)
+
+	eng := &panicPaged{CPUEngine: openEngine(t, "models/stories260K.gguf", opts), panicAt: 20, failAt: 45}
+	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSchedulerVocab(t, eng, tokVocab{tok}, SchedulerConfig{MaxQueue: 32, StepTokens: 32})
+	got := runAll(t, s, reqs)
+	failed := 0
+	for i := range got {
+		if got[i].final.Err != nil {
+			failed++
+			continue
+		}
+		if !sameScored(got[i], want[i]) {
+			t.Errorf("request %d: %v, without failures %v", i, got[i].tokens, want[i].tokens)
+		}
+	}
+	m := s.Metrics().Snapshot()
+	t.Logf("%d of %d requests ended by the failed steps; %d preemptions", failed, len(reqs), m.Preemptions)
+	if failed == 0 || failed == len(reqs) || m.KVBlocksUsed != 0 || s.Pending() != 0 {
+		t.Errorf("%d requests failed, %d blocks in use, %d pending", failed, m.KVBlocksUsed, s.Pending())
+	}
+	if n := m.Finished["error"] + m.Finished["length"]; n != uint64(len(reqs)) {
+		t.Errorf("finished %v, want %d in all", m.Finished, len(reqs))
 	}
 }

@@ -78,6 +78,40 @@ func BenchmarkKVDecodeDepth(b *testing.B) {
 	}
 }
 
+// BenchmarkKVPrefill times a 512-token prompt of the tiny synthetic Llama
+// for each cache type, in blocks of 32 and in one block (the contiguous
+// layout of a fixed slot).
+func BenchmarkKVPrefill(b *testing.B) {
+	const n = 512
+	m := synthLlama(b)
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(1 + i*31%200)
+	}
+	for _, typ := range []KVType{KVF32, KVF16, KVQ8_0} {
+		for _, bs := range []int{32, n} {
+			b.Run(fmt.Sprintf("%s/block%d", typ, bs), func(b *testing.B) {
+				e, err := NewCPUEngine(m, CPUOptions{Context: n, MaxSeqs: 1, BlockSize: bs, CacheTypeK: typ, CacheTypeV: typ})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				var pb Batch
+				for i, t := range prompt {
+					pb.Add(t, int32(i), 0, i == n-1)
+				}
+				row := make([]float32, e.VocabSize())
+				for range b.N {
+					if err := e.Forward(&pb, row); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
+			})
+		}
+	}
+}
+
 // BenchmarkSecondTurnTTFT times the first token of a chat's second turn
 // (the first turn's 1000-token prompt, its 20-token reply and 50 new
 // tokens) on the tiny synthetic Llama, with the first turn's blocks in the

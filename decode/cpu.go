@@ -15,6 +15,18 @@ type CPUOptions struct {
 	MaxSeqs  int // sequence slots in the KV cache; 0 = 1
 	MaxBatch int // tokens per internal step; larger batches run in chunks; 0 = 512
 	Threads  int // worker threads; 0 = GOMAXPROCS
+	// CacheTypeK and CacheTypeV are the element types of the KV cache
+	// (KVDefault: f16).
+	CacheTypeK, CacheTypeV KVType
+	// BlockSize is the number of tokens per block of the paged KV pool;
+	// 0 = DefaultBlockSize.
+	BlockSize int
+	// KVMemory is the memory budget of the KV pool in bytes; 0 = room for
+	// MaxSeqs full contexts. The pool holds at least one full context.
+	KVMemory int64
+	// KVMemoryShare, when KVMemory is 0, sizes the pool as this share
+	// (0 to 1) of the memory available at start-up instead.
+	KVMemoryShare float64
 	// Progress, when set, is told how far reading the weights into memory
 	// has come. They are read once at load, like llama.cpp's prefetch, so
 	// the first request does not wait for the disk.
@@ -30,9 +42,9 @@ type CPUEngine struct {
 	w    cpuWeights
 	opts CPUOptions
 
-	kvDim  int
-	kCache [][]float32 // [layer][seq*Context*kvDim + pos*kvDim + i]
-	vCache [][]float32 // same layout as kCache
+	kvDim int
+	kv    *KVCache  // the paged pool of every layer's K and V cells
+	fixed [][]int32 // [MaxSeqs][BlocksFor(Context)] each slot's own blocks, for batches without block tables; nil when the pool is too small
 
 	ropeFreqs []float32 // [RopeDim/2] frequency divisors (llama3, LongRoPE, linear scale), or nil
 	s         cpuScratch
@@ -44,6 +56,7 @@ type CPUEngine struct {
 type cpuScratch struct {
 	bufs   [model.NumBufs][]float32 // [B, BufWidth(b)] for the buffers the graph uses
 	scores []float32                // [Threads, Context] attention scores per worker
+	kvRows []float32                // [Threads, 2, Context, HeadDim] one KV head's K and V rows widened to f32 per worker (f16, q8_0 caches; else empty)
 	rowTok []int                    // [B] token index of each logits row
 	moe    moeScratch               // buffers of the expert mixture, when there is one
 }
@@ -62,25 +75,33 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = runtime.GOMAXPROCS(0)
 	}
-	e := &CPUEngine{m: m, opts: opts, kvDim: m.KVHeads * m.HeadDim}
+	e := &CPUEngine{m: m, kvDim: m.KVHeads * m.HeadDim}
+	if opts.KVMemory <= 0 && opts.KVMemoryShare > 0 {
+		avail := availableMemory()
+		if avail <= 0 {
+			return nil, fmt.Errorf("decode: a KV pool of %.0f%% of the available memory: the available memory is unknown here; give a size", 100*opts.KVMemoryShare)
+		}
+		opts.KVMemory = int64(min(opts.KVMemoryShare, 1) * float64(avail))
+	}
+	layout, err := cpuKVLayout(m, &opts)
+	if err != nil {
+		return nil, err
+	}
+	e.opts = opts
 	if err := checkCPUMemory(m, opts, availableMemory()); err != nil {
 		return nil, err
 	}
 	e.pageSum = prefault(m, opts.Progress)
-	var err error
 	if e.w, err = loadCPUWeights(m); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	if e.ropeFreqs, err = ropeFactors(m, opts.Context); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	cacheLen := opts.MaxSeqs * opts.Context * e.kvDim
-	e.kCache = make([][]float32, len(m.Layers))
-	e.vCache = make([][]float32, len(m.Layers))
-	for l := range e.kCache {
-		e.kCache[l] = make([]float32, cacheLen)
-		e.vCache[l] = make([]float32, cacheLen)
+	if e.kv, err = NewKVCache(layout); err != nil {
+		return nil, err
 	}
+	e.fixed = fixedTables(layout, opts.MaxSeqs, opts.Context)
 	B := opts.MaxBatch
 	used := m.Graph.Buffers()
 	for b := range e.s.bufs {
@@ -89,6 +110,9 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 		}
 	}
 	e.s.scores = make([]float32, opts.Threads*opts.Context)
+	if layout.K != KVF32 || layout.V != KVF32 {
+		e.s.kvRows = make([]float32, opts.Threads*2*opts.Context*m.HeadDim)
+	}
 	e.s.rowTok = make([]int, B)
 	if m.Experts > 0 {
 		e.s.moe = newMoEScratch(&m.Config, B)
@@ -102,7 +126,11 @@ func NewCPUEngine(m *model.Model, opts CPUOptions) (*CPUEngine, error) {
 // exceed avail (< 0: unknown). The weights stay in the file's mapping.
 func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
 	kvDim := m.KVHeads * m.HeadDim
-	kv, err := sizeProduct("decode: KV cache", 2, len(m.Layers), opts.MaxSeqs, opts.Context, kvDim, 4)
+	layout, err := cpuKVLayout(m, &opts)
+	if err != nil {
+		return err
+	}
+	kv, err := sizeProduct("decode: KV pool", layout.Blocks, layout.BlockSize, int(layout.BytesPerToken()))
 	if err != nil {
 		return err
 	}
@@ -114,12 +142,18 @@ func checkCPUMemory(m *model.Model, opts CPUOptions, avail int64) error {
 	if err != nil {
 		return err
 	}
-	need, err := sizeSum("decode: CPU buffers", kv, rows, scores)
+	var widened int64
+	if layout.K != KVF32 || layout.V != KVF32 {
+		if widened, err = sizeProduct("decode: widened KV rows", opts.Threads, 2, opts.Context, m.HeadDim, 4); err != nil {
+			return err
+		}
+	}
+	need, err := sizeSum("decode: CPU buffers", kv, rows, scores, widened)
 	if err != nil {
 		return err
 	}
-	return checkFits(fmt.Sprintf("decode: KV cache of %d layers × %d sequences × %d positions × %d values and buffers",
-		len(m.Layers), opts.MaxSeqs, opts.Context, kvDim), need, avail)
+	return checkFits(fmt.Sprintf("decode: KV pool of %d layers × %d blocks × %d tokens × %d values (%s keys, %s values) and buffers",
+		len(m.Layers), layout.Blocks, layout.BlockSize, kvDim, layout.K, layout.V), need, avail)
 }
 
 // prefault reads one byte of every page of every weight tensor, so that the
@@ -170,14 +204,17 @@ func (e *CPUEngine) Close() error {
 	return nil
 }
 
-// Forward runs one step over b; see Engine.
+// KVLayout describes the engine's paged KV pool (PagedEngine).
+func (e *CPUEngine) KVLayout() KVLayout { return e.kv.Layout }
+
+// Forward runs one step over b; see Engine. Without block tables
+// (b.Blocks nil) each slot uses its own fixed blocks.
 func (e *CPUEngine) Forward(b *Batch, out []float32) error {
 	if err := b.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, out); err != nil {
 		return err
 	}
+	if err := e.checkTables(b); err != nil {
+		return err
+	}
 	return b.chunks(e.opts.MaxBatch, e.m.Vocab, out, e.step)
-}
-
-func (e *CPUEngine) cacheOffset(seq, pos int32) int {
-	return (int(seq)*e.opts.Context + int(pos)) * e.kvDim
 }

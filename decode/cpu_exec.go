@@ -152,13 +152,3 @@ func (e *CPUEngine) rope(x []float32, pos int32, neox bool) {
 		}
 	}
 }
-
-// storeKV writes the chunk's K and V rows into block layer's cache.
-func (e *CPUEngine) storeKV(layer, n int, b *Batch) {
-	k, v, kvDim := e.s.bufs[model.BufK], e.s.bufs[model.BufV], e.kvDim
-	for i := 0; i < n; i++ {
-		at := e.cacheOffset(b.Seq[i], b.Pos[i])
-		copy(e.kCache[layer][at:at+kvDim], k[i*kvDim:(i+1)*kvDim])
-		copy(e.vCache[layer][at:at+kvDim], v[i*kvDim:(i+1)*kvDim])
-	}
-}

@@ -1,6 +1,9 @@
 // Package decode owns the token loop: the KV cache, forward steps over a
 // batch of sequences, sampling, and the scheduler that runs continuous
-// batching over a fixed number of sequence slots.
+// batching over a fixed number of sequence slots. With a PagedEngine the
+// slots draw their KV cells from one pool of blocks (KVLayout, cellOf),
+// shared between requests with a common prefix (blockPool); other engines
+// keep one fixed region per slot.
 package decode
 
 import "fmt"
@@ -15,6 +18,10 @@ type Batch struct {
 	Pos    []int32 // [n] position of each token in its sequence
 	Seq    []int32 // [n] sequence slot of each token, 0 <= Seq[i] < MaxSeqs
 	Logits []bool  // [n] whether to return logits for token i
+	// Blocks, for a PagedEngine, is the block table of every sequence
+	// slot ([MaxSeqs][blocks]): position p of sequence s lives in block
+	// Blocks[s][p/BlockSize]. Nil: each slot uses its own fixed blocks.
+	Blocks [][]int32
 }
 
 // Len is the number of tokens in the batch.
@@ -52,6 +59,17 @@ type Engine interface {
 	MaxSeqs() int
 	// Close releases the engine's resources.
 	Close() error
+}
+
+// PagedEngine is an Engine whose KV cache is a paged pool (KVLayout):
+// every step's Batch carries the block tables of its sequences, which the
+// scheduler draws from the pool, shares between sequences with a common
+// prefix and keeps as a prefix cache across requests. Engines that are not
+// paged keep one fixed region per slot.
+type PagedEngine interface {
+	Engine
+	// KVLayout describes the pool the block tables index.
+	KVLayout() KVLayout
 }
 
 // Pick says how an engine that implements Picker picks the token after a
@@ -118,7 +136,7 @@ func (b *Batch) wanted() int {
 func (b *Batch) chunks(size, vocab int, out []float32, step func(chunk *Batch, out []float32) (int, error)) error {
 	for lo := 0; lo < b.Len(); lo += size {
 		hi := min(lo+size, b.Len())
-		chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
+		chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi], Blocks: b.Blocks}
 		rows, err := step(&chunk, out)
 		if err != nil {
 			return err

@@ -32,6 +32,10 @@ type Request struct {
 	Sampling  SamplerParams // how to pick each token
 	Stop      []string      // generation ends before the first of these strings
 	IgnoreEOS bool          // keep generating past end-of-generation tokens
+	// NoPromptCache takes nothing from the prefix cache of a paged KV
+	// pool (cache_prompt: false): the whole prompt is computed. Its full
+	// blocks still enter the cache for later requests.
+	NoPromptCache bool
 }
 
 // Errors Submit returns; callers map them to their protocol.
@@ -60,6 +64,9 @@ type SchedulerConfig struct {
 	MaxQueue   int      // requests that may wait for a slot; more are refused with ErrQueueFull
 	StepTokens int      // most tokens in one forward step (decode tokens plus prefill chunks); default 512
 	Metrics    *Metrics // counters to update; nil: a new set
+	// NoPrefixCache makes every request compute its whole prompt, as
+	// NoPromptCache does for one.
+	NoPrefixCache bool
 	// OnPanic, when set, is told of every panic the scheduler recovers
 	// from: where it happened, the value and the panicking goroutine's
 	// stack. It is called from the goroutine that panicked.
@@ -97,6 +104,8 @@ type Scheduler struct {
 	toks    []int32 // [MaxSeqs]; -1 where the host picks
 
 	view *slotView // the slots as Slots reports them, published by Run
+
+	paged *pagedState // the block pool of a PagedEngine; nil: fixed slots
 }
 
 // NewScheduler prepares a scheduler over eng; call Run to start it.
@@ -135,6 +144,14 @@ func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, err
 			Seq:    make([]int32, 0, cfg.StepTokens),
 			Logits: make([]bool, 0, cfg.StepTokens),
 		},
+	}
+	if pe, ok := eng.(PagedEngine); ok {
+		var err error
+		if s.paged, err = newPagedState(pe, n, cfg.NoPrefixCache); err != nil {
+			return nil, err
+		}
+		s.batch.Blocks = s.paged.tables
+		s.metrics.setKVLayout(s.paged.layout, eng.ContextSize())
 	}
 	if p, ok := eng.(Picker); ok {
 		s.picker = p
@@ -197,8 +214,16 @@ func (s *Scheduler) newSequence(ctx context.Context, r Request) (seq *sequence, 
 	for _, t := range r.Prompt {
 		sampler.Accept(t)
 	}
+	// Room for the tokens the request may generate (growing past 1024
+	// generated tokens when it has no max_tokens).
+	room := min(ctxSize, len(r.Prompt)+1024)
+	if r.MaxTokens > 0 {
+		room = min(ctxSize, len(r.Prompt)+r.MaxTokens)
+	}
 	return &sequence{
 		req:       r,
+		tokens:    append(make([]int32, 0, room), r.Prompt...),
+		fillTo:    len(r.Prompt),
 		ctx:       ctx,
 		stream:    newStream(),
 		sampler:   sampler,
@@ -293,7 +318,7 @@ func (s *Scheduler) iterate(ctx context.Context) {
 			s.panicked("scheduler loop", v, debug.Stack())
 			err := fmt.Errorf("%w: scheduler loop panicked: %v", ErrInternal, v)
 			for _, seq := range s.active {
-				if !seq.done {
+				if !seq.done && !seq.requeued { // a preempted sequence waits in the queue
 					s.release(seq, Event{Err: err}, "error")
 				}
 			}
@@ -334,6 +359,7 @@ func (s *Scheduler) admit() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	kept := s.queue[:0]
+	reserved, blocked := 0, false
 	for _, seq := range s.queue {
 		if err := seq.ctx.Err(); err != nil {
 			s.inflight--
@@ -341,14 +367,22 @@ func (s *Scheduler) admit() {
 			continue
 		}
 		slot := s.freeSlot()
-		if slot < 0 {
+		// With a paged pool, requests are admitted in order while the
+		// pool has room for their prompts.
+		if slot < 0 || blocked || (s.paged != nil && !s.admitPaged(seq, &reserved)) {
+			blocked = blocked || slot >= 0
 			kept = append(kept, seq)
 			continue
 		}
+		if !seq.requeued {
+			s.metrics.admitted(len(seq.req.Prompt))
+		}
 		seq.start(int32(slot))
 		s.slots[slot] = seq
+		if s.paged != nil {
+			s.paged.tables[slot] = seq.table
+		}
 		s.active = append(s.active, seq)
-		s.metrics.admitted(len(seq.req.Prompt))
 	}
 	clear(s.queue[len(kept):])
 	s.queue = kept
@@ -380,8 +414,10 @@ func (s *Scheduler) step() {
 	s.batch.Reset()
 	s.rows = s.rows[:0]
 	// Decode tokens first: running streams keep flowing while prompts fill.
+	// With a paged pool, each sequence first gets the cells it writes
+	// (cells), older sequences first.
 	for _, seq := range s.active {
-		if seq.prefilled() {
+		if seq.prefilled() && !seq.requeued && s.cells(seq, 1, true) == 1 {
 			s.batch.Add(seq.next, int32(seq.nPast), seq.slot, true)
 			s.rows = append(s.rows, seq)
 			seq.chunk = 1
@@ -389,21 +425,28 @@ func (s *Scheduler) step() {
 	}
 	budget := s.cfg.StepTokens - s.batch.Len()
 	for _, seq := range s.active {
-		if seq.prefilled() || seq.waiting || budget <= 0 {
+		if seq.prefilled() || seq.waiting || seq.requeued || budget <= 0 {
 			continue
 		}
-		left := len(seq.req.Prompt) - seq.nPast
-		n := min(left, budget)
+		left := seq.fillTo - seq.nPast
+		n := s.cells(seq, min(left, budget), false)
+		// A fresh prompt's last position gives the first token's logits;
+		// a preempted sequence refilling its cache samples nothing.
+		fresh := seq.generated == 0
 		for i := range n {
 			pos := seq.nPast + i
-			last := pos == len(seq.req.Prompt)-1
-			s.batch.Add(seq.req.Prompt[pos], int32(pos), seq.slot, last)
+			last := fresh && pos == seq.fillTo-1
+			s.batch.Add(seq.tokens[pos], int32(pos), seq.slot, last)
 		}
-		if n == left {
+		if n == left && fresh {
 			s.rows = append(s.rows, seq)
 		}
 		seq.chunk = n
 		budget -= n
+	}
+	if s.batch.Len() == 0 { // every sequence waits for blocks or was preempted
+		s.compact()
+		return
 	}
 	if err := s.forwardGuarded(); err != nil {
 		err = fmt.Errorf("decode: forward step of %d tokens: %w", s.batch.Len(), err)
@@ -418,6 +461,7 @@ func (s *Scheduler) step() {
 	}
 	for _, seq := range s.active {
 		seq.nPast += seq.chunk
+		s.commitBlocks(seq)
 	}
 	s.resetChunks()
 	now := time.Now()
@@ -506,6 +550,7 @@ func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 		return
 	}
 	seq.sampler.Accept(got.Token)
+	seq.tokens = append(seq.tokens, got.Token)
 	seq.generated++
 	if seq.generated == 1 {
 		s.metrics.token(true, now.Sub(seq.submitted))
@@ -539,6 +584,7 @@ func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 // release ends a running sequence and frees its slot (compact removes it
 // from active).
 func (s *Scheduler) release(seq *sequence, final Event, outcome string) {
+	s.dropBlocks(seq)
 	s.slots[seq.slot] = nil
 	seq.done = true
 	s.mu.Lock()
@@ -561,12 +607,13 @@ func (s *Scheduler) end(seq *sequence, final Event, outcome string) {
 func (s *Scheduler) compact() {
 	kept := s.active[:0]
 	for _, seq := range s.active {
-		if !seq.done {
+		if !seq.done && !seq.requeued {
 			kept = append(kept, seq)
 		}
 	}
 	clear(s.active[len(kept):])
 	s.active = kept
+	s.publishKV()
 	s.mu.Lock()
 	s.metrics.setOccupancy(len(s.queue), len(s.active), len(s.slots))
 	s.mu.Unlock()

@@ -25,7 +25,9 @@ type choiceGroup struct {
 // With an engine that is a SeqCopier the choices share the prompt's
 // processing: choice 0 prefills it, and each other choice copies all but
 // its last position from choice 0's slot and computes only that last
-// position (which gives it its own logits). Each choice's tokens are
+// position (which gives it its own logits). With a PagedEngine the other
+// choices share choice 0's full blocks of the prompt instead, all but the
+// one with the last position, and compute the rest. Each choice's tokens are
 // those of a separate request with its seed.
 func (s *Scheduler) SubmitChoices(ctx context.Context, r Request, n int) ([]*Stream, error) {
 	if n < 1 {
@@ -44,6 +46,9 @@ func (s *Scheduler) SubmitChoices(ctx context.Context, r Request, n int) ([]*Str
 	seqs := make([]*sequence, n)
 	streams := make([]*Stream, n)
 	_, share := s.eng.(SeqCopier)
+	if s.paged != nil {
+		share = (len(r.Prompt)-1)/s.paged.layout.BlockSize > 0
+	}
 	share = share && n > 1 && len(r.Prompt) > 1
 	var group *choiceGroup
 	for i := range n {
@@ -106,8 +111,10 @@ func (s *Scheduler) sharePrefills() {
 		l := seq.group.leader
 		n := len(seq.req.Prompt) - 1
 		switch {
-		case l.done || !l.started:
+		case l.done || !l.started || l.requeued:
 			seq.waiting = false
+		case s.paged != nil:
+			seq.waiting = !s.sharePaged(seq, l)
 		case l.nPast >= n:
 			seq.waiting = false
 			if s.copySeq(l.slot, seq.slot, n) {

@@ -25,6 +25,7 @@ type Metrics struct {
 	ttft      histogram         // seconds from submission to the first token
 	itl       histogram         // seconds between consecutive tokens of a request
 	graphs    GraphStatser      // the engine's CUDA graph counters, or nil
+	kv        kvMetrics         // the paged KV pool, when the engine has one
 }
 
 // WatchGraphs adds an engine's CUDA graph counters to the metrics.
@@ -121,6 +122,10 @@ type MetricsSnapshot struct {
 	SharedPrompt     uint64 // prompt tokens copied between choices instead of computed
 	Panics           uint64
 	Queued, BusySlot int
+	CachedPrompt     uint64 // prompt tokens taken from the prefix cache instead of computed
+	Preemptions      uint64 // sequences preempted when the KV pool ran dry
+	KVBlocksUsed     int    // blocks of the KV pool held by sequences
+	KVEvictions      uint64 // cached blocks evicted to make room
 }
 
 // Snapshot copies the scalar counters.
@@ -136,6 +141,10 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		Panics:          m.panics,
 		Queued:          m.queued,
 		BusySlot:        m.busy,
+		CachedPrompt:    m.kv.cachedPrompt,
+		Preemptions:     m.kv.preemptions,
+		KVBlocksUsed:    m.kv.used,
+		KVEvictions:     m.kv.evictions,
 	}
 }
 
@@ -163,6 +172,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	p.scalar("llmserve_slots_total", "gauge", "Sequence slots in all.", float64(m.slots))
 	p.histogram("llmserve_time_to_first_token_seconds", "Time from submission to the first generated token.", &m.ttft)
 	p.histogram("llmserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.", &m.itl)
+	m.kv.write(p)
 	if m.graphs != nil {
 		g := m.graphs.GraphStats()
 		p.scalar("llmserve_cuda_graph_captures_total", "counter", "CUDA graphs captured and instantiated.", float64(g.Captures))

@@ -23,6 +23,20 @@ type sequence struct {
 	group   *choiceGroup
 	waiting bool
 
+	// tokens is the prompt and then every generated token: positions
+	// below nPast are in the KV cache, and a generating sequence feeds
+	// tokens[nPast] (= next) in its next step.
+	tokens []int32
+	// fillTo is the number of positions to prefill before decoding: the
+	// prompt, or after a preemption everything but the last token.
+	fillTo int
+	// With a paged KV pool: the blocks of positions 0.. (the slot's
+	// block table) and the prefix keys of its leading full blocks, as
+	// far as they have been computed.
+	table    []int32
+	keys     []uint64
+	requeued bool // preempted and queued again; removed from active at the end of the step
+
 	nPast     int   // positions of the slot's KV cache written so far
 	chunk     int   // tokens this sequence has in the current batch
 	next      int32 // token to feed in the next decode step
@@ -39,10 +53,12 @@ type sequence struct {
 func (q *sequence) start(slot int32) {
 	q.slot = slot
 	q.started = true
+	q.requeued = false
 }
 
-// prefilled reports whether the whole prompt is in the KV cache.
-func (q *sequence) prefilled() bool { return q.nPast >= len(q.req.Prompt) }
+// prefilled reports whether the whole prompt (or, after a preemption,
+// everything but the token to feed next) is in the KV cache.
+func (q *sequence) prefilled() bool { return q.nPast >= q.fillTo }
 
 // flush releases the text still held by the decoder and the stop matcher.
 func (q *sequence) flush() string {

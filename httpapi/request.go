@@ -51,8 +51,8 @@ type genParams struct {
 	TopNSigma           *float32        `json:"top_n_sigma"`
 	Samplers            json.RawMessage `json:"samplers"`
 
-	// Accepted: they do not change the output. Typed so that a wrong type
-	// is still a 400.
+	// cache_prompt: false takes nothing from the prefix cache (the output
+	// is the same either way).
 	CachePrompt *bool `json:"cache_prompt"`
 
 	// Refused unless neutral (unsupported.go): they would change the output.

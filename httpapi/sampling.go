@@ -53,6 +53,7 @@ func (g *genParams) request(lim limits) (decode.Request, error) {
 		return r, err
 	}
 	r.MaxTokens, r.Sampling, r.Stop, r.IgnoreEOS = maxTokens, p, stop, g.IgnoreEOS
+	r.NoPromptCache = g.CachePrompt != nil && !*g.CachePrompt // cache_prompt: false computes the whole prompt
 	return r, nil
 }
 

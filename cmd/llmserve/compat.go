@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"llmserve/decode"
 )
 
 // compatFlag is a llama-server flag that `llmserve serve` takes so that a
@@ -72,8 +74,10 @@ func compatFlags() []compatFlag {
 				o.notes = append(o.notes, "--threads-batch: llmserve uses --threads for prompts and generation alike")
 				return nil
 			}},
-		{names: "cache-type-k,ctk", arg: "TYPE", usage: "KV cache type for keys: f32 only (the KV cache is f32)", apply: cacheType("--cache-type-k")},
-		{names: "cache-type-v,ctv", arg: "TYPE", usage: "KV cache type for values: f32 only (the KV cache is f32)", apply: cacheType("--cache-type-v")},
+		{names: "cache-type-k,ctk", arg: "TYPE", usage: "KV cache type for keys: f16 (default), q8_0 or f32 (CPU; the GPU engine keeps f32)",
+			apply: cacheType(func(o *serveOptions) *decode.KVType { return &o.cacheTypeK })},
+		{names: "cache-type-v,ctv", arg: "TYPE", usage: "KV cache type for values: f16 (default), q8_0 or f32 (CPU; the GPU engine keeps f32)",
+			apply: cacheType(func(o *serveOptions) *decode.KVType { return &o.cacheTypeV })},
 		{names: "device,dev", arg: "DEV", usage: "none: the CPU; CUDA0: the GPU (same as --n-gpu-layers 0 and 99)",
 			apply: func(o *serveOptions, v string) error {
 				switch strings.ToLower(v) {
@@ -155,8 +159,8 @@ func compatFlags() []compatFlag {
 			note: "--no-context-shift: llmserve never shifts the context; generation stops when it is full"},
 		{names: "context-shift", usage: "refused: llmserve does not shift the context",
 			refuse: "llmserve does not shift the context: generation stops when it is full; give a larger -c (context per slot) instead"},
-		{names: "cache-reuse", arg: "N", usage: "accepted: llmserve does not reuse cached chunks across requests",
-			note: "--cache-reuse: llmserve does not reuse cached chunks across requests; the flag changes nothing"},
+		{names: "cache-reuse", arg: "N", usage: "accepted: every cached full KV block of a prompt's prefix is reused, from any request (--no-prefix-cache: none)",
+			note: "--cache-reuse: llmserve reuses every cached full KV block of a prompt's prefix, from any earlier or running request (--no-prefix-cache turns it off); the flag changes nothing"},
 		{names: "reasoning-format", arg: "FORMAT", usage: "accepted: reasoning text stays in the message content (like none)",
 			note: "--reasoning-format: llmserve leaves reasoning text in the message content, as llama-server's none does"},
 		{names: "split-mode,sm", arg: "MODE", usage: "accepted: llmserve runs on one GPU",
@@ -199,12 +203,15 @@ func compatFlags() []compatFlag {
 	}
 }
 
-// cacheType accepts the KV cache types the engines keep today (f32).
-func cacheType(name string) func(o *serveOptions, v string) error {
+// cacheType reads a KV cache type by its llama.cpp name into the option
+// field returns.
+func cacheType(field func(o *serveOptions) *decode.KVType) func(o *serveOptions, v string) error {
 	return func(o *serveOptions, v string) error {
-		if strings.ToLower(v) != "f32" {
-			return fmt.Errorf("value %q: llmserve keeps the KV cache in f32; pass f32 or leave %s out", v, name)
+		t, err := decode.ParseKVType(v)
+		if err != nil {
+			return fmt.Errorf("value %q: f16, q8_0 or f32", v)
 		}
+		*field(o) = t
 		return nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"llmserve/decode"
 	"llmserve/model/chat"
 )
 
@@ -52,7 +53,21 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 		{[]string{"-m", "x", "-b", "2048", "-ub", "512"}, func(o serveOptions) bool { return o.batch == 512 }},
 		{[]string{"-m", "x", "-b", "256", "--ubatch-size", "512"}, func(o serveOptions) bool { return o.batch == 256 }},
 		{[]string{"-m", "x", "-t", "4", "-tb", "8"}, func(o serveOptions) bool { return o.threads == 4 && len(o.notes) == 1 }},
-		{[]string{"-m", "x", "-ctk", "f32", "--cache-type-v", "F32"}, func(o serveOptions) bool { return len(o.refused) == 0 }},
+		{[]string{"-m", "x", "-ctk", "f32", "--cache-type-v", "F32"}, func(o serveOptions) bool {
+			return len(o.refused) == 0 && o.cacheTypeK == decode.KVF32 && o.cacheTypeV == decode.KVF32
+		}},
+		{[]string{"-m", "x", "-ctk", "q8_0", "-ctv", "f16"}, func(o serveOptions) bool {
+			return o.cacheTypeK == decode.KVQ8_0 && o.cacheTypeV == decode.KVF16
+		}},
+		{[]string{"-m", "x"}, func(o serveOptions) bool {
+			return o.cacheTypeK == decode.KVDefault && o.kvMemory == 0 && o.kvBlock == decode.DefaultBlockSize && !o.noPrefixCache
+		}},
+		{[]string{"-m", "x", "--kv-memory", "512M", "--kv-block-size", "16", "--no-prefix-cache"}, func(o serveOptions) bool {
+			return o.kvMemory == 512<<20 && o.kvBlock == 16 && o.noPrefixCache
+		}},
+		{[]string{"-m", "x", "--kv-memory", "1.5GiB"}, func(o serveOptions) bool { return o.kvMemory == 3<<29 }},
+		{[]string{"-m", "x", "--kv-memory", "4096"}, func(o serveOptions) bool { return o.kvMemory == 4096 && o.kvShare == 0 }},
+		{[]string{"-m", "x", "--kv-memory", "40%"}, func(o serveOptions) bool { return o.kvMemory == 0 && o.kvShare == 0.4 }},
 		{[]string{"-m", "x", "-dev", "none"}, func(o serveOptions) bool { return o.gpuLayers == 0 }},
 		{[]string{"-m", "x", "--device", "CUDA0"}, func(o serveOptions) bool { return o.gpuLayers == 99 }},
 		{[]string{"-m", "x", "--log-disable"}, func(o serveOptions) bool { return o.logDisable }},
@@ -90,7 +105,11 @@ func TestLlamaServerFlagsRefused(t *testing.T) {
 		{[]string{"-m", "x", "--top-k", "-2"}, "0 (off)"},
 		{[]string{"-m", "x", "--top-p", "1.5"}, "0 to 1"},
 		{[]string{"-m", "x", "-hf", "org/model"}, "--model"},
-		{[]string{"-m", "x", "-ctk", "q8_0"}, "f32"},
+		{[]string{"-m", "x", "-ctk", "q4_0"}, "f16, q8_0 or f32"},
+		{[]string{"-m", "x", "-ctv", "f64"}, "f16, q8_0 or f32"},
+		{[]string{"-m", "x", "--kv-memory", "-1G"}, "positive size"},
+		{[]string{"-m", "x", "--kv-memory", "lots"}, "positive size"},
+		{[]string{"-m", "x", "--kv-memory", "150%"}, "0% to 100%"},
 		{[]string{"-m", "x", "-dev", "CUDA1"}, "CUDA0"},
 		{[]string{"-m", "x", "-fa", "maybe"}, "on, off or auto"},
 		{[]string{"-m", "x", "-n", "0"}, "-1"},

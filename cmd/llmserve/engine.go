@@ -24,17 +24,23 @@ var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)
 
 // engineConfig is what the commands' flags say about the engine.
 type engineConfig struct {
-	Context    int          // positions per sequence
-	MaxSeqs    int          // sequence slots
-	MaxBatch   int          // tokens per CPU step
-	Threads    int          // CPU threads
-	GPULayers  int          // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
-	CUDAGraphs bool         // replay decode steps from captured CUDA graphs
-	NoOverlap  bool         // launch each kernel only once the previous one has finished
-	GraphDump  string       // folder for DOT files of captured graphs, or ""
-	GraphCheck bool         // run steps eagerly and from graphs and compare
-	Info       func(string) // progress and diagnostics of the GPU engine; nil: none
-	Progress   decode.Progress
+	Context    int    // positions per sequence
+	MaxSeqs    int    // sequence slots
+	MaxBatch   int    // tokens per CPU step
+	Threads    int    // CPU threads
+	GPULayers  int    // < 0: the GPU when there is one; 0: the CPU; > 0: the GPU (all layers)
+	CUDAGraphs bool   // replay decode steps from captured CUDA graphs
+	NoOverlap  bool   // launch each kernel only once the previous one has finished
+	GraphDump  string // folder for DOT files of captured graphs, or ""
+	GraphCheck bool   // run steps eagerly and from graphs and compare
+	// The KV cache of the CPU engine (the GPU engine keeps f32, one
+	// region per slot): cell types, tokens per block, pool budget in bytes.
+	CacheTypeK, CacheTypeV decode.KVType
+	KVBlock                int
+	KVMemory               int64
+	KVShare                float64      // pool as a share of the available memory, when KVMemory is 0
+	Info                   func(string) // progress and diagnostics of the GPU engine; nil: none
+	Progress               decode.Progress
 }
 
 // openEngine opens the GPU engine when the configuration asks for it and the
@@ -44,6 +50,9 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 	if c.GPULayers != 0 {
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
+		}
+		if c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0 {
+			warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 		}
 		e, err := openGPUEngine(m, c, warn)
 		switch {
@@ -57,7 +66,8 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 			warn(fmt.Sprintf("GPU engine unavailable, running on the CPU: %v", err))
 		}
 	}
-	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads, Progress: c.Progress})
+	e, err := decode.NewCPUEngine(m, decode.CPUOptions{Context: c.Context, MaxSeqs: c.MaxSeqs, MaxBatch: c.MaxBatch, Threads: c.Threads, Progress: c.Progress,
+		CacheTypeK: c.CacheTypeK, CacheTypeV: c.CacheTypeV, BlockSize: c.KVBlock, KVMemory: c.KVMemory, KVMemoryShare: c.KVShare})
 	if err != nil {
 		return nil, "", err
 	}

@@ -52,6 +52,14 @@ type serveOptions struct {
 	noWebUI      bool   // --no-webui: no page at /
 	noSlots      bool   // --no-slots: GET /slots answers 501
 
+	// The KV cache (CPU engine): cell types, block size, pool budget,
+	// and whether requests may take prompt blocks from the prefix cache.
+	cacheTypeK, cacheTypeV decode.KVType
+	kvBlock                int
+	kvMemory               int64
+	kvShare                float64 // --kv-memory N%: a share of the available memory
+	noPrefixCache          bool
+
 	// llama-server flags (compat.go)
 	chatTemplateFile string              // Jinja chat template file
 	defaults         httpapi.GenDefaults // of requests that leave them out (-n, --temp, --top-k, --top-p, -s)
@@ -124,6 +132,9 @@ Flags (one or two dashes):
 	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
 	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
 	str(&o.chatTemplate, "chat-template", "", "chat template to use instead of the model's: a built-in `format` ("+strings.Join(chat.FallbackNames(), ", ")+") or Jinja source (text with {% or {{)")
+	num(&o.kvBlock, "kv-block-size", decode.DefaultBlockSize, "`tokens` per block of the paged KV cache (CPU)")
+	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
+	fs.BoolVar(&o.noPrefixCache, "no-prefix-cache", false, "compute every prompt in full instead of taking cached KV blocks of its prefix from earlier or running requests")
 	addCompatFlags(fs, o)
 	return fs
 }
@@ -316,6 +327,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
 		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap,
+		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),
 	}, func(s string) { log.Warn().Msg(s) })
@@ -324,8 +336,9 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		return nil, err
 	}
 	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
+	logKVCache(log, eng, ctxSize)
 	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{
-		MaxQueue: o.queue, StepTokens: o.batch,
+		MaxQueue: o.queue, StepTokens: o.batch, NoPrefixCache: o.noPrefixCache,
 		OnPanic: func(where string, v any, stack []byte) {
 			log.Error().Str("where", where).Interface("panic", v).Bytes("stack", stack).Msg("recovered from a panic")
 		},

@@ -67,6 +67,9 @@ func TestRendererBounds(t *testing.T) {
 			if tc.bound == BoundMemory && runtime.GOOS != "linux" {
 				t.Skip("the address space is capped on Linux only")
 			}
+			if tc.bound == BoundMemory && raceBuild {
+				t.Skip("the race detector's shadow memory does not fit under the address-space cap")
+			}
 			r := newTestRenderer(t, ok+"ok{% else %}"+tc.body+"{% endif %}", testLimits)
 			start := time.Now()
 			_, kind, bound, err := renderKind(r, context.Background(), "bad")

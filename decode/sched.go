@@ -505,7 +505,10 @@ func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 		s.release(seq, Event{Err: err}, "error")
 		return
 	}
-	seq.sampler.Accept(got.Token)
+	if err := seq.sampler.AcceptSampled(got.Token); err != nil {
+		s.release(seq, Event{Err: err}, "error")
+		return
+	}
 	seq.generated++
 	if seq.generated == 1 {
 		s.metrics.token(true, now.Sub(seq.submitted))

@@ -92,3 +92,36 @@ func skipSpace(s string) (string, int) {
 	t := strings.TrimLeft(s, " \t\r\n")
 	return t, len(s) - len(t)
 }
+
+// SafePrefix returns how much of text, a prefix of an output still being
+// generated, is content for certain: the text before anything that could
+// be the start of a call. The rest must wait for the output to end.
+func SafePrefix(f Format, text string) int {
+	var marker string
+	at := len(text)
+	switch f {
+	case Llama3:
+		marker = llamaTag
+		if i := strings.IndexByte(text, '{'); i >= 0 {
+			at = i
+		}
+	case Mistral:
+		marker = mistralTag
+		if i := strings.IndexByte(text, '['); i >= 0 {
+			at = i
+		}
+	default:
+		marker = hermesOpen
+	}
+	if i := strings.Index(text, marker); i >= 0 && i < at {
+		at = i
+	}
+	// A marker may be cut at the end of the text so far.
+	for k := min(len(marker)-1, len(text)); k > 0; k-- {
+		if strings.HasSuffix(text, marker[:k]) {
+			at = min(at, len(text)-k)
+			break
+		}
+	}
+	return at
+}

@@ -164,3 +164,28 @@ func TestRenameRules(t *testing.T) {
 		t.Errorf("renameRules = %q, want %q", got, want)
 	}
 }
+
+func TestSafePrefix(t *testing.T) {
+	tests := []struct {
+		f    Format
+		text string
+		want int
+	}{
+		{Hermes, "Hello", 5},
+		{Hermes, "Hello <tool", 6},
+		{Hermes, "Hello <tool_call>{", 6},
+		{Hermes, "a < b", 5},
+		{Hermes, "<", 0},
+		{Llama3, "Sure, {\"name\"", 6},
+		{Llama3, "plain <|pyth", 6},
+		{Llama3, "plain", 5},
+		{Mistral, "see [1]", 4},
+		{Mistral, "[TOOL_C", 0},
+		{Mistral, "ok", 2},
+	}
+	for _, tt := range tests {
+		if got := SafePrefix(tt.f, tt.text); got != tt.want {
+			t.Errorf("SafePrefix(%v, %q) = %d, want %d", tt.f, tt.text, got, tt.want)
+		}
+	}
+}

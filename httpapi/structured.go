@@ -77,8 +77,8 @@ func responseFormat(raw json.RawMessage) (*constraint, error) {
 			Strict *bool           `json:"strict"`
 		} `json:"json_schema"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, invalid(param, `response_format must be an object such as {"type":"json_object"}: %v`, err)
+	if json.Unmarshal(raw, &f) != nil {
+		return nil, invalid(param, `response_format must be an object such as {"type":"json_object"}`)
 	}
 	switch f.Type {
 	case "text":

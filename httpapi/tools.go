@@ -51,8 +51,8 @@ func (g *genParams) toolsOf(tmpl string) (*toolSet, error) {
 			Strict      *bool           `json:"strict"`
 		} `json:"function"`
 	}
-	if err := json.Unmarshal(g.Tools, &list); err != nil {
-		return nil, invalid("tools", `tools must be an array of {"type":"function","function":{"name":...,"parameters":{...}}}: %v`, err)
+	if json.Unmarshal(g.Tools, &list) != nil {
+		return nil, invalid("tools", `tools must be an array of {"type":"function","function":{"name":...,"parameters":{...}}}`)
 	}
 	ts := &toolSet{raw: g.Tools, choice: choice, named: named, parallel: g.ParallelToolCalls == nil || *g.ParallelToolCalls}
 	ts.format, _ = toolcall.Detect(tmpl)

@@ -221,3 +221,45 @@ func TestToolRoundTrip(t *testing.T) {
 		t.Errorf("stream %q %d calls %q; whole %q %q", content, len(calls), finish, *c.Message.Content, c.FinishReason)
 	}
 }
+
+// TestToolAutoParses checks that with tool_choice "auto" a call the model
+// writes after some text is read out of it (the text stays content), whole
+// and streamed; a grammar makes the fake model write it.
+func TestToolAutoParses(t *testing.T) {
+	e := byteEnv(t, hermesTemplate)
+	answer := "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>"
+	g, _ := json.Marshal("root ::= " + strings.ReplaceAll(fmt.Sprintf("%q", answer), `\u003c`, "<"))
+	tests := []struct {
+		name, extra string
+		calls       int
+	}{
+		{"one call", "", 1},
+		{"text only", `,"tool_choice":"none"`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"messages":[{"role":"user","content":"Weather?"}],"tools":` + weatherTools + `,"max_tokens":200,"grammar":` + string(g) + tt.extra
+			var out chatOut
+			e.post(t, "/v1/chat/completions", body+"}", &out)
+			c := out.Choices[0]
+			wantContent, wantFinish := "Let me look.", "tool_calls"
+			if tt.calls == 0 {
+				wantContent, wantFinish = answer, "stop"
+			}
+			if c.Message.Content == nil || *c.Message.Content != wantContent || len(c.Message.ToolCalls) != tt.calls || c.FinishReason != wantFinish {
+				t.Fatalf("content %v, %d calls, finish %q", c.Message.Content, len(c.Message.ToolCalls), c.FinishReason)
+			}
+			if tt.calls == 1 && (c.Message.ToolCalls[0].Function.Name != "get_weather" || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris","unit":"c"}`) {
+				t.Errorf("call %+v", c.Message.ToolCalls[0])
+			}
+			code, raw := e.do(t, "POST", "/v1/chat/completions", body+`,"stream":true}`)
+			if code != 200 {
+				t.Fatalf("stream: %d %s", code, raw)
+			}
+			content, calls, finish := streamCalls(t, raw)
+			if content != wantContent || len(calls) != tt.calls || finish != wantFinish {
+				t.Errorf("stream: content %q, %d calls, finish %q", content, len(calls), finish)
+			}
+		})
+	}
+}

@@ -95,7 +95,8 @@ func skipSpace(s string) (string, int) {
 
 // SafePrefix returns how much of text, a prefix of an output still being
 // generated, is content for certain: the text before anything that could
-// be the start of a call. The rest must wait for the output to end.
+// be the start of a call, less the whitespace that ends it. The rest must
+// wait for the output to end.
 func SafePrefix(f Format, text string) int {
 	var marker string
 	at := len(text)
@@ -123,5 +124,6 @@ func SafePrefix(f Format, text string) int {
 			break
 		}
 	}
-	return at
+	// Whitespace before a call is not content (Parse trims it).
+	return len(strings.TrimRight(text[:at], " \t\r\n"))
 }

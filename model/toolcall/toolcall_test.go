@@ -172,14 +172,15 @@ func TestSafePrefix(t *testing.T) {
 		want int
 	}{
 		{Hermes, "Hello", 5},
-		{Hermes, "Hello <tool", 6},
-		{Hermes, "Hello <tool_call>{", 6},
+		{Hermes, "Hello <tool", 5},
+		{Hermes, "Hello <tool_call>{", 5},
+		{Hermes, "Hello\n", 5},
 		{Hermes, "a < b", 5},
 		{Hermes, "<", 0},
-		{Llama3, "Sure, {\"name\"", 6},
-		{Llama3, "plain <|pyth", 6},
+		{Llama3, "Sure, {\"name\"", 5},
+		{Llama3, "plain <|pyth", 5},
 		{Llama3, "plain", 5},
-		{Mistral, "see [1]", 4},
+		{Mistral, "see [1]", 3},
 		{Mistral, "[TOOL_C", 0},
 		{Mistral, "ok", 2},
 	}

@@ -263,3 +263,39 @@ func TestToolAutoParses(t *testing.T) {
 		})
 	}
 }
+
+// TestToolStreamLogprobs checks that a streamed answer with tools still
+// carries one logprobs entry per generated token.
+func TestToolStreamLogprobs(t *testing.T) {
+	e := byteEnv(t, hermesTemplate)
+	code, raw := e.do(t, "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Weather?"}],"tools":`+weatherTools+
+		`,"max_tokens":12,"logprobs":true,"stream":true,"stream_options":{"include_usage":true}}`)
+	if code != 200 {
+		t.Fatalf("%d %s", code, raw)
+	}
+	entries, completion := 0, 0
+	for _, ev := range sseEvents(t, raw) {
+		var chunk struct {
+			Choices []struct {
+				Logprobs *struct {
+					Content []json.RawMessage `json:"content"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+			Usage *usageJSON `json:"usage"`
+		}
+		if ev == "[DONE]" || json.Unmarshal([]byte(ev), &chunk) != nil {
+			continue
+		}
+		for _, c := range chunk.Choices {
+			if c.Logprobs != nil {
+				entries += len(c.Logprobs.Content)
+			}
+		}
+		if chunk.Usage != nil {
+			completion = chunk.Usage.CompletionTokens
+		}
+	}
+	if entries == 0 || entries < completion-1 || entries > completion {
+		t.Errorf("%d logprobs entries for %d completion tokens", entries, completion)
+	}
+}

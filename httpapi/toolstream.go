@@ -18,7 +18,8 @@ type toolStream struct {
 // as it comes, up to anything that could start a call; the rest waits for
 // the choice's end, when its calls are sent as delta.tool_calls (for each
 // call its index, id and name, then its arguments) and any text left as
-// content. Logprobs are not streamed with tools.
+// content. With logprobs, each token's come in a chunk of their own as
+// the token is generated.
 func streamChatTools(w http.ResponseWriter, g generation, resp chatResponse, ts *toolSet) {
 	out := startSSE(w)
 	st := statsOf(w)
@@ -41,6 +42,12 @@ func streamChatTools(w http.ResponseWriter, g generation, resp chatResponse, ts 
 				return
 			}
 			c.text.WriteString(ev.Text)
+			if !ev.Done && g.sampling.Logprobs {
+				// The token's logprobs go at once; its text may wait below.
+				resp.Choices = []chatChoice{{Index: ie.index, Delta: &chatMessage{},
+					Logprobs: chatLogprobsOf(g.model.Tokenizer, []tokenOut{{ev.Token, ev.Logprob, ev.Top}})}}
+				out.send(resp)
+			}
 			if !ev.Done {
 				text := c.text.String()
 				if safe := toolcall.SafePrefix(ts.format, text); safe > c.sent {

@@ -91,10 +91,15 @@ func (d *byteDecoder) Flush() string {
 
 // byteEnv is a test server of the fake engine over the byte vocabulary,
 // with the chat template src (Jinja).
-func byteEnv(t *testing.T, src string) *testEnv {
+func byteEnv(t *testing.T, src string) *testEnv { return byteEnvGate(t, src, nil) }
+
+// byteEnvGate is byteEnv whose engine steps wait on gate (nil: none); the
+// test closes it.
+func byteEnvGate(t *testing.T, src string, gate chan struct{}) *testEnv {
 	t.Helper()
 	eng := newFakeEngine(2048, 4)
 	eng.vocab = byteVocabSize
+	eng.gate = gate
 	sched, err := decode.NewScheduler(eng, byteVocab{}, decode.SchedulerConfig{StepTokens: 256})
 	if err != nil {
 		t.Fatal(err)

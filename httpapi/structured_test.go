@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // chatOut is a non-streamed chat answer, as a client reads it.
@@ -166,3 +167,58 @@ const plainTemplate = `{% for m in messages %}<|im_start|>{{ m.role }}
 {{ m.content }}<|im_end|>
 {% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
 {% endif %}`
+
+// TestConstrainedShareBatch runs constrained and unconstrained requests in
+// the same engine steps: each gives what it gives alone.
+func TestConstrainedShareBatch(t *testing.T) {
+	bodies := []string{
+		`{"prompt":"Once","max_tokens":40,"seed":5}`,
+		`{"prompt":"Once","max_tokens":40,"seed":6,"grammar":"root ::= [a-z ]{10,30} \".\""}`,
+		`{"prompt":"Tell","max_tokens":60,"seed":7,"json_schema":{"type":"object","properties":{"n":{"type":"integer"},"b":{"type":"boolean"}},"required":["n","b"]}}`,
+		`{"prompt":"Then","max_tokens":40,"seed":8}`,
+	}
+	type out struct {
+		Choices []struct{ Text string } `json:"choices"`
+	}
+	alone := byteEnv(t, plainTemplate)
+	want := make([]string, len(bodies))
+	for i, b := range bodies {
+		var o out
+		alone.post(t, "/v1/completions", b, &o)
+		want[i] = o.Choices[0].Text
+	}
+	gate := make(chan struct{})
+	e := byteEnvGate(t, plainTemplate, gate)
+	got := make([]string, len(bodies))
+	done := make(chan struct{})
+	for i, b := range bodies {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			code, body := e.do(t, "POST", "/v1/completions", b)
+			var o out
+			if code != 200 || json.Unmarshal(body, &o) != nil || len(o.Choices) != 1 {
+				t.Errorf("request %d: %d %s", i, code, body)
+				return
+			}
+			got[i] = o.Choices[0].Text
+		}()
+	}
+	for e.sched.Pending() < len(bodies) {
+		time.Sleep(time.Millisecond)
+	}
+	close(gate) // every request is queued or running: later steps hold them all
+	for range bodies {
+		<-done
+	}
+	for i := range bodies {
+		if got[i] != want[i] {
+			t.Errorf("request %d in a shared batch gave %q, alone %q", i, got[i], want[i])
+		}
+	}
+	e.eng.mu.Lock()
+	rows := e.eng.maxRows
+	e.eng.mu.Unlock()
+	if rows < 2 {
+		t.Errorf("at most %d sequences per step: the requests did not share a batch", rows)
+	}
+}

@@ -123,6 +123,8 @@ func TestToolChoiceForced(t *testing.T) {
 	templates := map[string]string{"hermes": hermesTemplate}
 	for name, file := range map[string]string{
 		"llama3.1": "meta-llama-Llama-3.1-8B-Instruct.jinja",
+		"llama3.2": "meta-llama-Llama-3.2-3B-Instruct.jinja",
+		"qwen2.5":  "Qwen-Qwen2.5-7B-Instruct.jinja",
 		"mistral":  "mistralai-Mistral-Nemo-Instruct-2407.jinja",
 	} {
 		dir, err := shared.Dir()

@@ -156,13 +156,13 @@ func TestToolChoiceForced(t *testing.T) {
 					// The random model would rather start another call than
 					// end (EOS has a low logit): the bias lets it end where
 					// the grammar allows.
-					body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":%s,"tool_choice":%s,"parallel_tool_calls":%v,"seed":%d,"max_tokens":600,"logit_bias":{"0":6}`,
+					body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":%s,"tool_choice":%s,"parallel_tool_calls":%v,"seed":%d,"max_tokens":600,"logit_bias":{"0":12}`,
 						weatherTools, tt.choice, tt.parallel, seed)
 					var out chatOut
 					e.post(t, "/v1/chat/completions", body+"}", &out)
 					c := out.Choices[0]
 					if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) == 0 {
-						t.Fatalf("finish %q, %d calls, content %v", c.FinishReason, len(c.Message.ToolCalls), c.Message.Content)
+						t.Fatalf("finish %q, %d calls, content %q", c.FinishReason, len(c.Message.ToolCalls), deref(c.Message.Content))
 					}
 					if c.Message.Content != nil {
 						t.Errorf("content %q beside the calls, want null", *c.Message.Content)
@@ -177,7 +177,6 @@ func TestToolChoiceForced(t *testing.T) {
 						if tt.want != "" && call.Function.Name != tt.want {
 							t.Errorf("call of %q, want %q", call.Function.Name, tt.want)
 						}
-						t.Logf("%s %s(%s)", call.ID, call.Function.Name, call.Function.Arguments)
 						checkCall(t, call.Function.Name, call.Function.Arguments)
 					}
 					code, raw := e.do(t, "POST", "/v1/chat/completions", body+`,"stream":true}`)
@@ -300,4 +299,11 @@ func TestToolStreamLogprobs(t *testing.T) {
 	if entries == 0 || entries < completion-1 || entries > completion {
 		t.Errorf("%d logprobs entries for %d completion tokens", entries, completion)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -549,7 +549,10 @@ func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 		s.release(seq, Event{Err: err}, "error")
 		return
 	}
-	seq.sampler.Accept(got.Token)
+	if err := seq.sampler.AcceptSampled(got.Token); err != nil {
+		s.release(seq, Event{Err: err}, "error")
+		return
+	}
 	seq.tokens = append(seq.tokens, got.Token)
 	seq.generated++
 	if seq.generated == 1 {

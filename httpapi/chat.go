@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -34,8 +35,24 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+// toolCallJSON is one call of a message, or a piece of one in a stream
+// delta: the first piece of a call has its index, id, type and name, the
+// next ones the index and more of the arguments.
+type toolCallJSON struct {
+	Index    *int             `json:"index,omitempty"`
+	ID       string           `json:"id,omitempty"`
+	Type     string           `json:"type,omitempty"`
+	Function toolFunctionJSON `json:"function"`
+}
+
+type toolFunctionJSON struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"` // a JSON object as a string
 }
 
 type chatLogprobs struct {
@@ -71,12 +88,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	prompt, err := chatPrompt(r.Context(), m, body.Messages, lim)
+	ts, eng, err := s.chatConstraint(m, &body.genParams, base)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	g, cancel, err := s.submit(w, r, m, base, [][]int32{prompt}, body.choices(), body.includeUsage())
+	prompt, err := chatPrompt(r.Context(), m, body.Messages, lim, ts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	g, cancel, err := s.submit(w, r, m, base, [][]int32{prompt}, body.choices(), body.includeUsage(), eng)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -88,16 +110,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Created: time.Now().Unix(),
 		Model:   m.Name,
 	}
-	if body.Stream {
+	switch {
+	case body.Stream && ts != nil:
+		resp.Object = "chat.completion.chunk"
+		streamChatTools(w, g, resp, ts)
+	case body.Stream:
 		resp.Object = "chat.completion.chunk"
 		streamChat(w, g, resp)
-	} else {
-		writeChat(w, g, resp)
+	default:
+		writeChat(w, g, resp, ts)
 	}
 }
 
-// writeChat waits for every choice and sends one JSON response.
-func writeChat(w http.ResponseWriter, g generation, resp chatResponse) {
+// writeChat waits for every choice and sends one JSON response; with ts
+// each choice's calls are read out of its text.
+func writeChat(w http.ResponseWriter, g generation, resp chatResponse, ts *toolSet) {
 	choices, err := collect(g.ctx, w, g.streams, g.sampling.Logprobs)
 	if err != nil {
 		writeError(w, err)
@@ -108,6 +135,10 @@ func writeChat(w http.ResponseWriter, g generation, resp chatResponse) {
 	for i, c := range choices {
 		ch := chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: strptr(c.text.String())},
 			FinishReason: strptr(c.final.FinishReason)}
+		if ts != nil {
+			content, calls, finish := ts.answer(c.text.String(), c.final.FinishReason)
+			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason = content, calls, strptr(finish)
+		}
 		if g.sampling.Logprobs {
 			ch.Logprobs = chatLogprobsOf(g.model.Tokenizer, c.tokens)
 		}
@@ -174,7 +205,7 @@ func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 // and tokenizes them. Messages too long for the context by their length
 // alone are refused before rendering, and the rendered text before
 // tokenizing. BOS is added only when the template did not write it.
-func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits) ([]int32, error) {
+func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits, ts *toolSet) ([]int32, error) {
 	msgs, err := chatMessages(in)
 	if err != nil {
 		return nil, err
@@ -183,7 +214,11 @@ func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits) (
 	if err := fitsByLength("messages", contentBytes(msgs), tok, lim); err != nil {
 		return nil, err
 	}
-	text, err := renderChat(ctx, m, msgs)
+	var tools json.RawMessage
+	if ts != nil {
+		tools = ts.raw
+	}
+	text, err := renderChat(ctx, m, msgs, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +231,12 @@ func chatPrompt(ctx context.Context, m *Model, in []chatMessageIn, lim limits) (
 
 // renderChat is the one place that runs the model's chat template: the
 // messages, then the assistant's turn opened.
-func renderChat(ctx context.Context, m *Model, msgs []chat.Message) (string, error) {
+func renderChat(ctx context.Context, m *Model, msgs []chat.Message, tools json.RawMessage) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	tok := m.Tokenizer
-	text, err := m.Chat.Render(ctx, msgs, chat.Options{AddGenerationPrompt: true, BOSToken: tok.TokenText(tok.BOS()), EOSToken: tok.TokenText(tok.EOS())})
+	text, err := m.Chat.Render(ctx, msgs, chat.Options{AddGenerationPrompt: true, BOSToken: tok.TokenText(tok.BOS()), EOSToken: tok.TokenText(tok.EOS()), Tools: tools})
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err) // toAPIError maps *chat.RenderError
 	}

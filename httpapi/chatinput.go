@@ -12,10 +12,11 @@ import (
 // chatMessageIn is one input message; content is a string, null, or an
 // array of text parts.
 type chatMessageIn struct {
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Name      string          `json:"name"`
-	ToolCalls json.RawMessage `json:"tool_calls"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`   // role "assistant": the calls it made
+	ToolCallID string          `json:"tool_call_id"` // role "tool": the call it answers
 }
 
 // chatMessages checks the input messages and returns them in the
@@ -29,22 +30,74 @@ func chatMessages(in []chatMessageIn) ([]chat.Message, error) {
 		at := fmt.Sprintf("messages[%d]", i)
 		role := msg.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
-		case "tool", "function":
-			return nil, notYet(at+".role", fmt.Sprintf("tool calling is not served, so a %q message cannot be rendered", role))
+		case "function":
+			return nil, notYet(at+".role", `the legacy "function" role is not served; send "tool" messages`)
 		default:
-			return nil, invalid(at+".role", "%s.role must be system, developer, user or assistant, not %q", at, role)
-		}
-		if hasEntries(msg.ToolCalls) {
-			return nil, notYet(at+".tool_calls", "tool calling is not served")
+			return nil, invalid(at+".role", "%s.role must be system, developer, user, assistant or tool, not %q", at, role)
 		}
 		text, err := messageText(at+".content", msg.Content)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = chat.Message{Role: role, Content: text, Name: msg.Name}
+		if present(msg.ToolCalls) {
+			if role != "assistant" {
+				return nil, invalid(at+".tool_calls", "%s.tool_calls is only allowed in assistant messages", at)
+			}
+			if out[i].ToolCalls, err = toolCallsIn(at+".tool_calls", msg.ToolCalls); err != nil {
+				return nil, err
+			}
+		}
+		if role == "tool" {
+			out[i].ToolCallID = msg.ToolCallID
+		}
+	}
+	return out, nil
+}
+
+// toolCallIn is one call of an assistant message, as OpenAI sends it
+// back: arguments are a JSON string holding an object (an object itself
+// is taken too).
+type toolCallIn struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolCallsIn reads the tool_calls of an assistant message at path at.
+func toolCallsIn(at string, raw json.RawMessage) ([]chat.ToolCall, error) {
+	var in []toolCallIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, invalid(at, `%s must be an array of {"id":...,"type":"function","function":{"name":...,"arguments":"{...}"}}`, at)
+	}
+	out := make([]chat.ToolCall, len(in))
+	for j, c := range in {
+		p := fmt.Sprintf("%s[%d]", at, j)
+		if c.Type != "" && c.Type != "function" {
+			return nil, invalid(p+".type", `%s.type must be "function", not %q`, p, c.Type)
+		}
+		if c.Function.Name == "" {
+			return nil, invalid(p+".function.name", "%s.function.name is required", p)
+		}
+		args := bytes.TrimSpace(c.Function.Arguments)
+		var s string
+		if json.Unmarshal(args, &s) == nil {
+			args = bytes.TrimSpace([]byte(s))
+		}
+		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+			args = []byte("{}")
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(args, &obj) != nil {
+			return nil, invalid(p+".function.arguments", "%s.function.arguments must be a JSON object (or a string holding one)", p)
+		}
+		out[j] = chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: string(args)}
 	}
 	return out, nil
 }

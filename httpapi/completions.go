@@ -24,6 +24,8 @@ func (c *completionRequest) unsupportedCompletion() error {
 		return notYet("suffix", "insertion after a suffix is not served")
 	case c.BestOf != nil && *c.BestOf > 1:
 		return notYet("best_of", "use n for several choices")
+	case hasEntries(c.Tools) && !isString(c.ToolChoice, "none"):
+		return invalid("tools", "tools are served on /v1/chat/completions, not on /v1/completions")
 	}
 	return nil
 }
@@ -69,12 +71,22 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	cons, err := body.constraintOf()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	eng, err := s.constrain(m, cons, base)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	prompts, err := parsePrompts(body.Prompt, m.Tokenizer, lim, body.choices())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	g, cancel, err := s.submit(w, r, m, base, prompts, body.choices(), body.includeUsage())
+	g, cancel, err := s.submit(w, r, m, base, prompts, body.choices(), body.includeUsage(), eng)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -55,13 +55,18 @@ type genParams struct {
 	// is the same either way).
 	CachePrompt *bool `json:"cache_prompt"`
 
-	// Refused unless neutral (unsupported.go): they would change the output.
+	// Structured output (structured.go): at most one constrains the output.
 	Grammar        json.RawMessage `json:"grammar"`
 	JSONSchema     json.RawMessage `json:"json_schema"`
 	ResponseFormat json.RawMessage `json:"response_format"`
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	Functions      json.RawMessage `json:"functions"`
+
+	// Tool calling, on /v1/chat/completions (tools.go).
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+
+	// Refused unless neutral (unsupported.go).
+	Functions json.RawMessage `json:"functions"`
 
 	defaultMax int // the server's max_tokens for requests that send none (-n); 0: the context
 }

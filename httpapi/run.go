@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"llmserve/decode"
+	"llmserve/grammar"
 )
 
 // tokenOut is one generated token with its log-probabilities.
@@ -37,7 +38,8 @@ type generation struct {
 // submit queues n choices of every prompt and returns their generation;
 // the streams are in OpenAI's choice order, index = prompt*n + choice. Its
 // context ends the request (client gone, timeout, or the returned cancel).
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32, n int, includeUsage bool) (generation, context.CancelFunc, error) {
+// With eng every choice follows its own matcher of that grammar.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base decode.Request, prompts [][]int32, n int, includeUsage bool, eng *grammar.Engine) (generation, context.CancelFunc, error) {
 	var (
 		ctx    context.Context
 		cancel context.CancelFunc
@@ -55,7 +57,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, m *Model, base d
 		// Every choice of every prompt draws from its own random stream:
 		// SubmitChoices seeds choice j with Seed+j.
 		req.Sampling.Seed += uint64(i * n)
-		got, err := m.Scheduler.SubmitChoices(ctx, req, n)
+		got, err := submitChoices(ctx, m.Scheduler, req, n, eng)
 		if err != nil {
 			cancel()
 			return generation{}, nil, err

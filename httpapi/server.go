@@ -62,7 +62,8 @@ type Server struct {
 	metrics httpMetrics
 	conns   atomic.Int64 // connections open through Listener
 	router  chi.Router
-	page    fs.FS // the files served at / (webui.go); nil: no page
+	page    fs.FS        // the files served at / (webui.go); nil: no page
+	grammar grammarCache // compiled grammars of the loaded model (grammarcache.go)
 }
 
 // New builds the server's routes.

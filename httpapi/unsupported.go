@@ -1,9 +1,6 @@
 package httpapi
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // notYet is the error for a field that would change the output in a way
 // this server cannot honour yet: refused rather than silently ignored.
@@ -14,33 +11,10 @@ func notYet(param, what string) error {
 // unsupported refuses the shared fields that would change the output but
 // that this server does not implement, unless they hold their neutral value.
 func (g *genParams) unsupported() error {
-	switch {
-	case present(g.Grammar) && !bytes.Equal(bytes.TrimSpace(g.Grammar), []byte(`""`)):
-		return notYet("grammar", "output is not constrained by a grammar")
-	case present(g.JSONSchema) && !isEmptyObject(g.JSONSchema):
-		return notYet("json_schema", "output is not constrained by a schema")
-	case present(g.ResponseFormat) && !isTextFormat(g.ResponseFormat):
-		return notYet("response_format", `only {"type":"text"} is served`)
-	case hasEntries(g.Functions):
-		return notYet("functions", "function calling is not served")
-	case hasEntries(g.Tools) && !isString(g.ToolChoice, "none"):
-		return notYet("tools", `tool calling is not served; send tool_choice "none" or no tools`)
+	if hasEntries(g.Functions) {
+		return notYet("functions", `the legacy "functions" field is not served; send "tools"`)
 	}
 	return nil
-}
-
-// isTextFormat reports whether raw is {"type":"text"}.
-func isTextFormat(raw json.RawMessage) bool {
-	var f struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(raw, &f) == nil && f.Type == "text"
-}
-
-// isEmptyObject reports whether raw is {}.
-func isEmptyObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && len(m) == 0
 }
 
 // hasEntries reports whether raw is present and not an empty array.

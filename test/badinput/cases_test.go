@@ -196,7 +196,7 @@ func hugeBodies() class {
 
 func roles() class {
 	c := class{name: "unknown roles"}
-	for _, role := range []string{`"wizard"`, `""`, `"USER"`, `"System "`, `"root"`, `null`, `"` + strings.Repeat("r", 100000) + `"`, `"usér"`, `"tool"`, `"function"`} {
+	for _, role := range []string{`"wizard"`, `""`, `"USER"`, `"System "`, `"root"`, `null`, `"` + strings.Repeat("r", 100000) + `"`, `"usér"`, `"function"`} {
 		c.add("role "+servertest.Tail(role, 12), post("/v1/chat/completions", `{"messages":[{"role":`+role+`,"content":"a"}],"max_tokens":2}`), clientError)
 	}
 	c.add("no role", post("/v1/chat/completions", `{"messages":[{"content":"a"}],"max_tokens":2}`), clientError)
@@ -411,5 +411,53 @@ func llamaFields() class {
 // classes returns every class but the slow ones, in order.
 func classes() []class {
 	return []class{wrongTypes(), numbers(), badUTF8(), nesting(), hugeBodies(), roles(), templateBreaking(), tokenIDs(),
-		auth(), chunkedEncoding(), hugeHeaders(), methodsRoutes(), overContext(), stopLists(), logitBias(), llamaFields()}
+		auth(), chunkedEncoding(), hugeHeaders(), methodsRoutes(), overContext(), stopLists(), logitBias(), llamaFields(), structured()}
+}
+
+// structured holds hostile grammars, schemas and tools: each is a 400,
+// however much compiling it would take.
+func structured() class {
+	c := class{name: "grammars, schemas and tools"}
+	deep := strings.Repeat(`{"type":"array","items":`, 5000) + `{}` + strings.Repeat(`}`, 5000)
+	for _, nf := range [][2]string{
+		{"grammar syntax", `"grammar":"root ::= (\"a\""`},
+		{"grammar left recursion", `"grammar":"root ::= root \"a\" | \"b\""`},
+		{"grammar undefined rule", `"grammar":"root ::= nothing"`},
+		{"grammar 300 KB", `"grammar":"root ::= \"` + strings.Repeat("a", 300<<10) + `\""`},
+		{"grammar repeat bound", `"grammar":"root ::= \"a\"{0,2000000000}"`},
+		{"schema keyword", `"json_schema":{"type":"string","pattern":"^a+$"}`},
+		{"schema deep", `"json_schema":` + deep},
+		{"schema bad ref", `"json_schema":{"$ref":"#/$defs/none"}`},
+		{"schema and grammar", `"json_schema":{"type":"string"},"grammar":"root ::= \"a\""`},
+		{"response_format type", `"response_format":{"type":"xml"}`},
+		{"response_format schema", `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","patternProperties":{}}}}`},
+		{"response_format number", `"response_format":5`},
+	} {
+		c.both(nf[0], nf[1], clientError)
+	}
+	// Nested repetitions compile to a few rules, not their product: served.
+	for _, f := range []string{`"grammar":"root ::= a{9000}\na ::= b{9000}\nb ::= \"x\""`, `"grammar":"root ::= (\"x\"{9000}){9000}"`,
+		`"response_format":{"type":"json_object"}`, `"json_schema":{"type":"array","items":{"type":"integer"},"maxItems":100000}`} {
+		c.both(f, f, handled)
+	}
+	tool := `{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}`
+	for _, nf := range [][2]string{
+		{"tools not an array", `"tools":{"type":"function"}`},
+		{"tool without name", `"tools":[{"type":"function","function":{}}]`},
+		{"tool name with spaces", `"tools":[{"type":"function","function":{"name":"a b"}}]`},
+		{"tool of another type", `"tools":[{"type":"code_interpreter"}]`},
+		{"tool parameters a string", `"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}]`},
+		{"tool_choice unknown", `"tools":[` + tool + `],"tool_choice":"sometimes"`},
+		{"tool_choice absent name", `"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"g"}}`},
+		{"tool_choice no tools", `"tool_choice":"required"`},
+		{"required bad schema", `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{}}}}],"tool_choice":"required"`},
+		{"tool_calls not an array", `"messages":[{"role":"assistant","tool_calls":5}]`},
+		{"tool_calls bad arguments", `"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{"}}]}]`},
+		{"tool_calls on a tool", `"messages":[{"role":"tool","content":"a","tool_calls":[{"id":"1","function":{"name":"f"}}]}]`},
+	} {
+		c.add("chat "+nf[0], post("/v1/chat/completions", chat(nf[1])), clientError)
+	}
+	c.add("chat tool_choice required", post("/v1/chat/completions", chat(`"tools":[`+tool+`],"tool_choice":"required","max_tokens":30`)), handled)
+	c.add("completions tools", post("/v1/completions", completion(`"tools":[`+tool+`]`)), clientError)
+	return c
 }

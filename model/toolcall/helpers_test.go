@@ -1,0 +1,5 @@
+package toolcall
+
+import "errors"
+
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }

@@ -25,7 +25,7 @@ type benchResult struct {
 func benchCmd(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--no-overlap] [--profile]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked on the host through the grammar's\nmasks, the rest as the server picks them. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
 		fs.PrintDefaults()
 	}
 	var path string
@@ -41,12 +41,21 @@ func benchCmd(args []string) error {
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step (GPU engine)")
+	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
+	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
+	share := fs.Float64("constrained-share", 0.5, "share of the B sequences constrained in the mixed run (beside all of them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if path == "" {
 		fs.Usage()
 		return errors.New("bench needs -m model.gguf")
+	}
+	if *schemaPath != "" && *grammarPath != "" {
+		return errors.New("bench: give --json-schema or --grammar, not both")
+	}
+	if *share <= 0 || *share > 1 {
+		return fmt.Errorf("--constrained-share %v: want more than 0 and at most 1", *share)
 	}
 	ec.CUDAGraphs = !*noGraphs
 	ec.NoOverlap = *noOverlap
@@ -59,6 +68,16 @@ func benchCmd(args []string) error {
 		return err
 	}
 	defer f.Close()
+	var g *benchGrammar
+	switch {
+	case *schemaPath != "":
+		g, err = loadBenchGrammar(f, "json_schema", *schemaPath)
+	case *grammarPath != "":
+		g, err = loadBenchGrammar(f, "grammar", *grammarPath)
+	}
+	if err != nil {
+		return err
+	}
 	ec.Context, ec.MaxSeqs = *nPrompt+*nGen, slices.Max(sizes)
 	e, desc, err := openEngine(m, ec, func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
@@ -66,22 +85,39 @@ func benchCmd(args []string) error {
 	}
 	defer e.Close()
 	printBenchHeader(os.Stdout, path, f, desc)
+	if g != nil {
+		fmt.Fprintf(os.Stdout, "constraint: %s %s, %d rules, compiled for %d tokens in %v\n", g.kind, g.path, g.rules, g.vocab, g.compile.Round(10*time.Microsecond))
+	}
+	var example string // the constrained runs' text to show
 	for i, B := range sizes {
-		var best benchResult
-		for r := 0; r < max(*reps, 1); r++ {
-			res, err := benchOnce(e, B, *nPrompt, *nGen)
+		free, _, err := benchBest(e, B, *nPrompt, *nGen, *reps, nil, 0)
+		if err != nil {
+			return err
+		}
+		printBench(os.Stdout, f, free, i == 0)
+		if g == nil || *nGen == 0 {
+			continue
+		}
+		ks := []int{B}
+		if k := constrainedRows(*share, B); k != B {
+			ks = append(ks, k)
+		}
+		for _, k := range ks {
+			res, st, err := benchBest(e, B, *nPrompt, *nGen, *reps, g, k)
 			if err != nil {
 				return err
 			}
-			if r == 0 || res.prefill < best.prefill {
-				best.prefill = res.prefill
+			if len(st.example) > len(example) {
+				example = st.example
 			}
-			if r == 0 || res.decode < best.decode {
-				best.decode = res.decode
+			printConstrained(os.Stdout, res, free, st, g.vocab)
+			if err := checkConstrained(st); err != nil {
+				return err
 			}
-			best.batch, best.prompt, best.gen = B, res.prompt, res.gen
 		}
-		printBench(os.Stdout, f, best, i == 0)
+	}
+	if g != nil && *nGen > 0 {
+		fmt.Fprintf(os.Stdout, "constrained text (first document, or the longest part of one): %.200q\n", example)
 	}
 	if *profile {
 		return profileStep(os.Stdout, e, *nPrompt)
@@ -106,18 +142,42 @@ func profileStep(w io.Writer, e decode.Engine, pos int) error {
 	return decode.WriteKernelTable(w, times)
 }
 
+// benchBest runs benchOnce reps times and keeps the best prefill and
+// decode times, and the constraint counts of the fastest decode.
+func benchBest(e decode.Engine, B, nPrompt, nGen, reps int, g *benchGrammar, k int) (benchResult, constraintStats, error) {
+	var best benchResult
+	var bestSt constraintStats
+	for r := 0; r < max(reps, 1); r++ {
+		res, st, err := benchOnce(e, B, nPrompt, nGen, g, k)
+		if err != nil {
+			return benchResult{}, constraintStats{}, err
+		}
+		if r == 0 || res.prefill < best.prefill {
+			best.prefill = res.prefill
+		}
+		if r == 0 || res.decode < best.decode {
+			best.decode, bestSt = res.decode, st
+		}
+		best.batch, best.prompt, best.gen = B, res.prompt, res.gen
+	}
+	return best, bestSt, nil
+}
+
 // benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs
 // nGen steps that each decode one token for each of B sequences, picked
-// greedily as the server picks them: on the device when the engine is a
-// Picker, else by the server's own sampler.
-func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
+// greedily as the server picks them: the first k sequences constrained by
+// g on the host; the others on the device when the engine is a Picker,
+// else by the server's own sampler.
+func benchOnce(e decode.Engine, B, nPrompt, nGen int, g *benchGrammar, k int) (benchResult, constraintStats, error) {
 	V := e.VocabSize()
-	samplers := make([]*decode.Sampler, B)
-	for s := range samplers {
-		var err error
-		if samplers[s], err = decode.NewSampler(decode.SamplerParams{}, V); err != nil {
-			return benchResult{}, err
-		}
+	if g == nil {
+		k = 0
+	} else if g.vocab != V {
+		return benchResult{}, constraintStats{}, fmt.Errorf("bench: the grammar's vocabulary has %d tokens, the engine %d", g.vocab, V)
+	}
+	samplers, ms, err := benchSamplers(g, B, k, V)
+	if err != nil {
+		return benchResult{}, constraintStats{}, err
 	}
 	var b decode.Batch
 	for i := 0; i < nPrompt; i++ {
@@ -128,7 +188,7 @@ func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 	start := time.Now()
 	if nPrompt > 0 {
 		if err := e.Forward(&b, logits); err != nil {
-			return benchResult{}, err
+			return benchResult{}, constraintStats{}, err
 		}
 	}
 	res.prefill = time.Since(start)
@@ -137,38 +197,63 @@ func benchOnce(e decode.Engine, B, nPrompt, nGen int) (benchResult, error) {
 		toks[s] = int32(1 + s)
 	}
 	picker, _ := e.(decode.Picker)
+	pickBuf := make([]decode.Pick, B)
 	picks := make([]*decode.Pick, B)
-	for s := range picks {
-		picks[s] = &decode.Pick{}
-	}
 	start = time.Now()
 	for i := 0; i < nGen; i++ {
 		b.Reset()
 		for s := 0; s < B; s++ {
 			b.Add(toks[s], int32(nPrompt+i), int32(s), true)
 		}
-		if picker != nil {
-			if err := picker.ForwardPick(&b, picks, toks, logits); err != nil {
-				return benchResult{}, err
-			}
-			if slices.Contains(toks, -1) {
-				return benchResult{}, errors.New("bench: the engine left a greedy pick to the host")
-			}
-			continue
-		}
-		if err := e.Forward(&b, logits); err != nil {
-			return benchResult{}, err
-		}
-		for s := range toks {
-			next, err := samplers[s].Sample(logits[s*V : (s+1)*V])
-			if err != nil {
-				return benchResult{}, err
-			}
-			toks[s] = next.Token
+		if err := benchStep(e, picker, &b, samplers, pickBuf, picks, toks, logits); err != nil {
+			return benchResult{}, constraintStats{}, err
 		}
 	}
 	res.decode = time.Since(start)
-	return res, nil
+	return res, sumMatchers(ms), nil
+}
+
+// benchStep runs one decode step and picks each sequence's next token into
+// toks as the scheduler does: the engine picks the rows whose samplers
+// allow it (OnDevice), the host the others, then every sampler takes its
+// token.
+func benchStep(e decode.Engine, picker decode.Picker, b *decode.Batch, samplers []*decode.Sampler, pickBuf []decode.Pick, picks []*decode.Pick, toks []int32, logits []float32) error {
+	V := e.VocabSize()
+	if picker != nil {
+		for s, sm := range samplers {
+			picks[s] = nil
+			if sm.OnDevice() {
+				pickBuf[s] = sm.Pick()
+				picks[s] = &pickBuf[s]
+			}
+		}
+		if err := picker.ForwardPick(b, picks, toks, logits); err != nil {
+			return err
+		}
+	} else {
+		if err := e.Forward(b, logits); err != nil {
+			return err
+		}
+		for s := range toks {
+			toks[s] = -1
+		}
+	}
+	for s, sm := range samplers {
+		if toks[s] < 0 {
+			if picker != nil && picks[s] != nil && sm.OnDevice() {
+				return errors.New("bench: the engine left a greedy pick to the host")
+			}
+			next, err := sm.Sample(logits[s*V : (s+1)*V])
+			if err != nil {
+				return fmt.Errorf("bench: sequence %d: %w", s, err)
+			}
+			toks[s] = next.Token
+		}
+		if err := sm.AcceptSampled(toks[s]); err != nil {
+			return fmt.Errorf("bench: sequence %d: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // weightsPerToken is the bytes of weights a batch-1 decode step reads.

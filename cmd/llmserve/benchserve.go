@@ -31,6 +31,9 @@ type benchServeOptions struct {
 	timeout      time.Duration // cap on one request
 	seed         uint64        // seeds the prompts' words
 	json         bool          // print the report as JSON
+	schemaPath   string        // --json-schema file; "": no constrained clients
+	schema       []byte        // its JSON, read by check
+	share        float64       // share of the clients that send the schema
 }
 
 // Bounds of one bench-serve run.
@@ -53,6 +56,10 @@ token and the gap between tokens (p50/p90/p99). Prompt lengths are set with the
 server's /tokenize when it has one, else estimated.
 The server is the loopback one unless --url names another. The run stops at
 --duration; requests not yet sent then are not counted.
+With --json-schema, the share --constrained-share of the clients sends
+response_format {"type":"json_schema"} with it (and no ignore_eos, which a
+constraint refuses), and tokens/s and gaps are also reported per group,
+with how many constrained answers parse as JSON.
 
 Flags:
 `)
@@ -77,6 +84,8 @@ Flags:
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest one request may take")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the prompts' words")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.StringVar(&o.schemaPath, "json-schema", "", "JSON schema `file` that the constrained clients send as response_format")
+	fs.Float64Var(&o.share, "constrained-share", 0.5, "share of the clients that send --json-schema")
 	return fs
 }
 
@@ -102,6 +111,13 @@ func (o *benchServeOptions) check() error {
 		return fmt.Errorf("--duration %v: want more than 0 and at most %v", o.duration, benchMaxDuration)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout %v: want more than 0", o.timeout)
+	case o.share < 0 || o.share > 1:
+		return fmt.Errorf("--constrained-share %v: want 0 to 1", o.share)
+	}
+	if o.schemaPath != "" {
+		if err := o.loadSchema(); err != nil {
+			return err
+		}
 	}
 	for _, env := range []string{"LLMSERVE_API_KEY", "OPENAI_API_KEY"} {
 		if o.apiKey == "" {
@@ -167,6 +183,9 @@ func benchServe(ctx context.Context, o *benchServeOptions, hc *http.Client, log 
 	}
 	fmt.Fprintf(log, "bench-serve: %s %s, model %q: %d clients × %d requests, prompts of ~%d tokens (%d shared), max_tokens %d\n",
 		o.url, benchPath(o.endpoint), o.model, o.clients, o.requests, o.promptTokens, o.prefixTokens, o.maxTokens)
+	if k := o.constrainedClients(); k > 0 {
+		fmt.Fprintf(log, "bench-serve: %d of %d clients send the JSON schema %s\n", k, o.clients, o.schemaPath)
+	}
 	results := make([]requestResult, o.clients*o.requests)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -180,7 +199,7 @@ func benchServe(ctx context.Context, o *benchServeOptions, hc *http.Client, log 
 					results[i].notSent = true
 					continue
 				}
-				results[i] = streamRequest(ctx, hc, o, ps.prompts[i])
+				results[i] = streamRequest(ctx, hc, o, ps.prompts[i], c < o.constrainedClients())
 			}
 		}()
 	}

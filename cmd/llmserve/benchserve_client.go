@@ -23,6 +23,9 @@ type requestResult struct {
 	latency      time.Duration   // request sent to the end of the stream
 	promptTokens int             // from the final usage; 0: not reported
 	genTokens    int             // from the final usage, else the chunks with text
+	constrained  bool            // sent with the JSON schema
+	finish       string          // the last finish_reason of the stream
+	text         []byte          // the generated text (constrained requests only)
 }
 
 // Kinds of failure bench-serve counts.
@@ -78,14 +81,21 @@ func firstModel(ctx context.Context, hc *http.Client, o *benchServeOptions) (str
 }
 
 // requestBody is the JSON of one benchmark request.
-func requestBody(o *benchServeOptions, prompt string) ([]byte, error) {
+// A constrained one carries the JSON schema as response_format and never
+// ignore_eos, which the server refuses beside a constraint.
+func requestBody(o *benchServeOptions, prompt string, constrained bool) ([]byte, error) {
 	body := map[string]any{
 		"model":          o.model,
 		"stream":         true,
 		"stream_options": map[string]bool{"include_usage": true},
 		"max_tokens":     o.maxTokens,
 	}
-	if o.ignoreEOS {
+	if constrained {
+		body["response_format"] = map[string]any{
+			"type":        "json_schema",
+			"json_schema": map[string]any{"name": "bench", "schema": json.RawMessage(o.schema)},
+		}
+	} else if o.ignoreEOS {
 		body["ignore_eos"] = true
 	}
 	if o.temperature >= 0 {
@@ -102,8 +112,9 @@ func requestBody(o *benchServeOptions, prompt string) ([]byte, error) {
 // streamChunk is the part of a completions or chat chunk bench-serve reads.
 type streamChunk struct {
 	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
+		Text         string  `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+		Delta        struct {
 			Content          string `json:"content"`
 			ReasoningContent string `json:"reasoning_content"`
 		} `json:"delta"`
@@ -126,8 +137,8 @@ func (c *streamChunk) hasText() bool {
 }
 
 // streamRequest sends one streamed request and times its chunks.
-func streamRequest(ctx context.Context, hc *http.Client, o *benchServeOptions, prompt string) requestResult {
-	var res requestResult
+func streamRequest(ctx context.Context, hc *http.Client, o *benchServeOptions, prompt string, constrained bool) requestResult {
+	res := requestResult{constrained: constrained}
 	fail := func(kind string, err error) requestResult {
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			kind = errTimeout
@@ -135,7 +146,7 @@ func streamRequest(ctx context.Context, hc *http.Client, o *benchServeOptions, p
 		res.errKind, res.errMsg = kind, err.Error()
 		return res
 	}
-	body, err := requestBody(o, prompt)
+	body, err := requestBody(o, prompt, constrained)
 	if err != nil {
 		return fail(errDecode, err)
 	}
@@ -199,6 +210,15 @@ func streamRequest(ctx context.Context, hc *http.Client, o *benchServeOptions, p
 			}
 			last = now
 			chunks++
+		}
+		for _, ch := range c.Choices {
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				res.finish = *ch.FinishReason
+			}
+			if constrained {
+				res.text = append(res.text, ch.Text...)
+				res.text = append(res.text, ch.Delta.Content...)
+			}
 		}
 		if c.Usage != nil {
 			res.promptTokens, res.genTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens

@@ -69,6 +69,8 @@ type benchReport struct {
 	TTFT              latencyStats      `json:"ttft"`
 	ITL               latencyStats      `json:"inter_token"`
 	Latency           latencyStats      `json:"latency"`
+	SchemaFile        string            `json:"json_schema_file,omitempty"`
+	Groups            []groupReport     `json:"groups,omitempty"` // with --json-schema: constrained clients, then the others
 }
 
 // summarize gathers the results of a run that took elapsed.
@@ -114,6 +116,9 @@ func summarize(o *benchServeOptions, ps *promptSet, results []requestResult, ela
 		rep.RequestsPerSec = float64(rep.OK) / s
 	}
 	rep.TTFT, rep.ITL, rep.Latency = newLatencyStats(ttft), newLatencyStats(gaps), newLatencyStats(lat)
+	if rep.Groups = groupReports(o, results, elapsed); rep.Groups != nil {
+		rep.SchemaFile = o.schemaPath
+	}
 	return rep
 }
 
@@ -148,4 +153,5 @@ func (r *benchReport) writeText(w io.Writer) {
 	row("time to 1st token", r.TTFT)
 	row("inter-token gap", r.ITL)
 	row("request latency", r.Latency)
+	writeGroups(w, r.Groups)
 }

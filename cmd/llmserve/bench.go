@@ -22,7 +22,10 @@ type benchResult struct {
 	prefill, decode time.Duration
 }
 
-func benchCmd(args []string) error {
+func benchCmd(args []string) error { return benchTo(os.Stdout, args) }
+
+// benchTo runs the bench command with its report going to w.
+func benchTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked on the host through the grammar's\nmasks, the rest as the server picks them. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
@@ -84,9 +87,9 @@ func benchCmd(args []string) error {
 		return err
 	}
 	defer e.Close()
-	printBenchHeader(os.Stdout, path, f, desc)
+	printBenchHeader(w, path, f, desc)
 	if g != nil {
-		fmt.Fprintf(os.Stdout, "constraint: %s %s, %d rules, compiled for %d tokens in %v\n", g.kind, g.path, g.rules, g.vocab, g.compile.Round(10*time.Microsecond))
+		fmt.Fprintf(w, "constraint: %s %s, %d rules, compiled for %d tokens in %v\n", g.kind, g.path, g.rules, g.vocab, g.compile.Round(10*time.Microsecond))
 	}
 	var example string // the constrained runs' text to show
 	for i, B := range sizes {
@@ -94,7 +97,7 @@ func benchCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		printBench(os.Stdout, f, free, i == 0)
+		printBench(w, f, free, i == 0)
 		if g == nil || *nGen == 0 {
 			continue
 		}
@@ -110,17 +113,17 @@ func benchCmd(args []string) error {
 			if len(st.example) > len(example) {
 				example = st.example
 			}
-			printConstrained(os.Stdout, res, free, st, g.vocab)
+			printConstrained(w, res, free, st, g.vocab)
 			if err := checkConstrained(st); err != nil {
 				return err
 			}
 		}
 	}
 	if g != nil && *nGen > 0 {
-		fmt.Fprintf(os.Stdout, "constrained text (first document, or the longest part of one): %.200q\n", example)
+		fmt.Fprintf(w, "constrained text (first document, or the longest part of one): %.200q\n", example)
 	}
 	if *profile {
-		return profileStep(os.Stdout, e, *nPrompt)
+		return profileStep(w, e, *nPrompt)
 	}
 	return nil
 }

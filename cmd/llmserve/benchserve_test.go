@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +24,17 @@ type fakeOpenAI struct {
 	delay time.Duration        // between chunks
 	fail  func(n int64) string // the failure of the n-th request (from 1): "", "500", "cut" or "event"
 	n     atomic.Int64         // generation requests seen
-	mu    sync.Mutex           // guards the fields below
-	paths map[string]int       // requests by path
-	body  map[string]any       // the last generation request's body
-	seen  map[string]bool      // prompts seen, to count distinct ones
+	// A request with response_format gets the text of a JSON array of
+	// max_tokens numbers, cut short of its "]" when badJSON is set.
+	badJSON     bool
+	constrained atomic.Int64    // requests with response_format seen
+	schemaEOS   atomic.Int64    // of them, those that also asked for ignore_eos
+	schemaOK    atomic.Int64    // of them, those whose schema is the one sent
+	wantSchema  string          // the schema those requests must carry (compact, keys sorted)
+	mu          sync.Mutex      // guards the fields below
+	paths       map[string]int  // requests by path
+	body        map[string]any  // the last generation request's body
+	seen        map[string]bool // prompts seen, to count distinct ones
 }
 
 func newFakeOpenAI() *fakeOpenAI {
@@ -83,6 +92,18 @@ func (f *fakeOpenAI) generate(w http.ResponseWriter, r *http.Request, body map[s
 	fl := w.(http.Flusher)
 	maxTokens := int(body["max_tokens"].(float64))
 	chat := r.URL.Path == "/v1/chat/completions"
+	if rf, ok := body["response_format"].(map[string]any); ok {
+		f.constrained.Add(1)
+		if body["ignore_eos"] != nil {
+			f.schemaEOS.Add(1)
+		}
+		js, _ := rf["json_schema"].(map[string]any)
+		if got, _ := json.Marshal(js["schema"]); rf["type"] == "json_schema" && string(got) == f.wantSchema {
+			f.schemaOK.Add(1)
+		}
+		f.streamJSON(w, chat, maxTokens)
+		return
+	}
 	for i := range maxTokens {
 		if mode == "cut" && i == maxTokens/2 {
 			return // the handler returns without [DONE]
@@ -100,6 +121,28 @@ func (f *fakeOpenAI) generate(w http.ResponseWriter, r *http.Request, body map[s
 		time.Sleep(f.delay)
 	}
 	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\n", 2*len(strings.Fields(prompt)), maxTokens)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// streamJSON streams max_tokens pieces of "[0,0,...,0]" and a final
+// chunk with finish_reason "stop".
+func (f *fakeOpenAI) streamJSON(w http.ResponseWriter, chat bool, maxTokens int) {
+	for i := range maxTokens {
+		piece := "0,"
+		if i == 0 {
+			piece = "[" + piece
+		}
+		if i == maxTokens-1 && !f.badJSON {
+			piece = "0]"
+		}
+		if chat {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":%q}}]}\n\n", piece)
+		} else {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":%q}]}\n\n", piece)
+		}
+	}
+	fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\n")
+	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":%d}}\n\n", maxTokens)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
@@ -320,5 +363,99 @@ func TestLatencyStats(t *testing.T) {
 	}
 	if s := newLatencyStats(nil); s.N != 0 {
 		t.Errorf("stats of nothing: %+v", s)
+	}
+}
+
+// TestBenchServeSchema checks that the share of clients given by
+// --constrained-share sends the schema as response_format (without
+// ignore_eos), and that the report splits tokens by group and counts the
+// answers that parse.
+func TestBenchServeSchema(t *testing.T) {
+	schema := `{"type":"array","items":{"type":"integer"}}`
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(path, []byte(" "+schema+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		endpoint    string
+		share       float64
+		badJSON     bool
+		constrained int // clients
+	}{
+		{"half", "completions", 0.5, false, 2},
+		{"chat, a quarter", "chat", 0.25, false, 1},
+		{"all, bad JSON", "completions", 1, true, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeOpenAI()
+			var v any
+			if err := json.Unmarshal([]byte(schema), &v); err != nil {
+				t.Fatal(err)
+			}
+			canon, _ := json.Marshal(v) // keys sorted, as the fake re-encodes what it got
+			f.wantSchema, f.badJSON = string(canon), tt.badJSON
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			o := benchOpts(srv.URL)
+			o.endpoint, o.schemaPath, o.share, o.ignoreEOS = tt.endpoint, path, tt.share, true
+			rep := runBench(t, o)
+			reqs := tt.constrained * o.requests
+			if got := f.constrained.Load(); got != int64(reqs) || f.schemaOK.Load() != got || f.schemaEOS.Load() != 0 {
+				t.Errorf("%d requests with response_format, %d with the schema, %d with ignore_eos; want %d, all, none",
+					got, f.schemaOK.Load(), f.schemaEOS.Load(), reqs)
+			}
+			if len(rep.Groups) != 2 {
+				t.Fatalf("groups %+v", rep.Groups)
+			}
+			c, u := rep.Groups[0], rep.Groups[1]
+			if c.Clients != tt.constrained || u.Clients != o.clients-tt.constrained || c.OK != reqs || u.OK != (o.clients-tt.constrained)*o.requests {
+				t.Errorf("groups %+v", rep.Groups)
+			}
+			if c.GeneratedTokens != reqs*o.maxTokens || c.GeneratedTokens+u.GeneratedTokens != rep.GeneratedTokens {
+				t.Errorf("group tokens %d + %d, all %d", c.GeneratedTokens, u.GeneratedTokens, rep.GeneratedTokens)
+			}
+			wantParsed, wantInvalid := reqs, 0
+			if tt.badJSON {
+				wantParsed, wantInvalid = 0, reqs
+			}
+			if c.ParsedJSON != wantParsed || c.InvalidJSON != wantInvalid || c.Truncated != 0 || u.ParsedJSON+u.InvalidJSON != 0 {
+				t.Errorf("parsed %d, invalid %d, truncated %d; want %d, %d, 0", c.ParsedJSON, c.InvalidJSON, c.Truncated, wantParsed, wantInvalid)
+			}
+			var text bytes.Buffer
+			rep.writeText(&text)
+			for _, want := range []string{"constrained       ", "unconstrained     ", "parse as JSON"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("text report lacks %q:\n%s", want, text.String())
+				}
+			}
+		})
+	}
+}
+
+// TestBenchServeSchemaChecked checks that bad schema files and shares are
+// refused before any request.
+func TestBenchServeSchemaChecked(t *testing.T) {
+	dir := t.TempDir()
+	notObject := filepath.Join(dir, "a.json")
+	if err := os.WriteFile(notObject, []byte(`[1]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		path  string
+		share float64
+	}{
+		{"missing", filepath.Join(dir, "none.json"), 0.5},
+		{"not an object", notObject, 0.5},
+		{"share above 1", "", 1.5},
+		{"negative share", "", -0.1},
+	} {
+		o := benchOpts("http://127.0.0.1:1")
+		o.schemaPath, o.share = tt.path, tt.share
+		if err := o.check(); err == nil {
+			t.Errorf("%s: accepted", tt.name)
+		}
 	}
 }

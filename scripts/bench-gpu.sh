@@ -30,8 +30,16 @@
 # `llmserve synth` with the same vocabulary writes them): those found there
 # are measured as they are and kept.
 #
+# SCHEMA=1 adds constrained decoding (issue 17's targets): `bench
+# --json-schema` with SCHEMA_FILE (default scripts/bench-schema.json, 20
+# properties) at SCHEMA_BATCHES (default 1,16), every sequence constrained
+# and half of them, beside the same run unconstrained; the rows "ctg128"
+# give tok/s and, in the last column, the share of the unconstrained tok/s
+# (targets: B=1 all constrained >= 95%, B=16 half constrained >= 90%).
+#
 #   bash scripts/bench-gpu.sh               # all six, about 8 minutes on an H200
 #   LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
+#   SCHEMA=1 LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd) # the repository, or .gpu when run as .gpu/scripts/bench-gpu.sh
 first() { for f in "$@"; do [ -e "$f" ] || [ -e "$f.gz" ] && { echo "$f"; return; }; done; echo "$1"; }
@@ -40,6 +48,9 @@ VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$roo
 LOGDIR=${LOGDIR:-.gpu/logs}
 BATCHES=${BATCHES:-1,2,4,8,16,32,64}
 BATCHES_8B_F16=${BATCHES_8B_F16:-1,4,16,64}
+SCHEMA=${SCHEMA:-0}
+SCHEMA_FILE=${SCHEMA_FILE:-$root/scripts/bench-schema.json}
+SCHEMA_BATCHES=${SCHEMA_BATCHES:-1,16}
 # Models are synthesized on all but SPARE_CORES cores.
 SPARE_CORES=${SPARE_CORES:-2}
 workers=$(( $(nproc) - SPARE_CORES )); [ "$workers" -ge 1 ] || workers=1
@@ -50,6 +61,7 @@ if [ ! -e "$LLMSERVE" ] && [ -e "$LLMSERVE.gz" ]; then gunzip -f "$LLMSERVE.gz" 
 nvidia-smi -L >/dev/null 2>&1 || { echo "bench-gpu: no GPU here" >&2; exit 1; }
 [ -x "$LLMSERVE" ] || { echo "bench-gpu: no llmserve binary at $LLMSERVE (go build -tags cuda -o $LLMSERVE ./cmd/llmserve)" >&2; exit 1; }
 [ -f "$VOCAB" ] || { echo "bench-gpu: no vocabulary at $VOCAB" >&2; exit 1; }
+[ "$SCHEMA" = 0 ] || [ -f "$SCHEMA_FILE" ] || { echo "bench-gpu: SCHEMA=1 and no schema at $SCHEMA_FILE" >&2; exit 1; }
 tmp=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/llmserve-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -112,6 +124,12 @@ for i in "${!MODELS[@]}"; do
 	g="$LOGDIR/bench-$name-graphs.log" ng="$LOGDIR/bench-$name-nographs.log"
 	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
 	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 -r 3 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
+	cs="$LOGDIR/bench-$name-schema.log"
+	if [ "$SCHEMA" != 0 ]; then
+		"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$SCHEMA_BATCHES" -r 3 --json-schema "$SCHEMA_FILE" --constrained-share 0.5 > "$cs" 2>&1 ||
+			{ echo "bench-gpu: bench $spec --json-schema failed:" >&2; tail -3 "$cs" >&2; status=1; }
+		cat "$cs" >> "$log"
+	fi
 	cat "$g" "$ng" >> "$log"
 	[ "$model" = "$tmp/llama-$name.gguf" ] && rm -f "$model"
 	{
@@ -126,10 +144,17 @@ for i in "${!MODELS[@]}"; do
 		done
 		v=$(tokps "$g" '^pp512:')
 		row "$spec" pp512 '' "$v" "$(roof "$bytes" 64)" "${LCPP_PP[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 64)")"
+		if [ "$SCHEMA" != 0 ]; then
+			# ctg128 B=b c=k lines: tok/s, then "(NN.N% of unconstrained".
+			awk -v spec="$spec" '/^ctg128 B=/ { b = $2; c = $3; sub(/^c=/, "", c); sub(/^B=/, "", b)
+				r = $6; sub(/^\(/, "", r)
+				printf "%-11s %-11s %-16s %10s %10s %10s %7s\n", spec, "ctg128 B=" b, "json " c "/" b, $4, "", "", r }' "$cs"
+		fi
 	} | tee -a "$summary"
 done
 echo
 echo "roofline: tokens per step x 4255 GB/s / bytes of weights read per step (llmserve inspect);"
 echo "llama.cpp: ../shared/CUDA.md (same H200; batched figures measured for Q4_K_M only). Logs: $LOGDIR"
+[ "$SCHEMA" = 0 ] || echo "ctg128 rows (SCHEMA=1): c of b sequences constrained by $SCHEMA_FILE; last column: % of the unconstrained tg128 tok/s of the same run"
 cat "$summary"
 exit $status

@@ -46,6 +46,7 @@ func benchTo(w io.Writer, args []string) error {
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step (GPU engine)")
 	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
 	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
+	cold := fs.Bool("cold-grammar", false, "give each constrained run a new grammar engine, so that no mask is cached before it (as for a grammar the server has not seen)")
 	share := fs.Float64("constrained-share", 0.5, "share of the B sequences constrained in the mixed run (beside all of them)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,6 +82,9 @@ func benchTo(w io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
+	if g != nil {
+		g.cold = *cold
+	}
 	ec.Context, ec.MaxSeqs = *nPrompt+*nGen, slices.Max(sizes)
 	e, desc, err := openEngine(m, ec, func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
@@ -89,7 +93,11 @@ func benchTo(w io.Writer, args []string) error {
 	defer e.Close()
 	printBenchHeader(w, path, f, desc)
 	if g != nil {
-		fmt.Fprintf(w, "constraint: %s %s, %d rules, compiled for %d tokens in %v\n", g.kind, g.path, g.rules, g.vocab, g.compile.Round(10*time.Microsecond))
+		masks := "masks cached from run to run"
+		if g.cold {
+			masks = "a new engine for each run (cold masks)"
+		}
+		fmt.Fprintf(w, "constraint: %s %s, %d rules, compiled for %d tokens in %v; %s\n", g.kind, g.path, g.rules, g.vocab, g.compile.Round(10*time.Microsecond), masks)
 	}
 	var example string // the constrained runs' text to show
 	for i, B := range sizes {

@@ -25,6 +25,9 @@ type benchGrammar struct {
 	kind    string // "json_schema" (documents must parse as JSON) or "grammar"
 	path    string // the file it came from
 	eng     *grammar.Engine
+	g       *grammar.Grammar // what eng was built from
+	v       *grammar.Vocab   // the model's tokens as the matchers see them
+	cold    bool             // each run gets a new engine: no mask cached before it
 	tok     *tokenizer.Tokenizer
 	vocab   int           // tokens of the model
 	rules   int           // rules of the compiled grammar
@@ -61,8 +64,23 @@ func loadBenchGrammar(f *gguf.File, kind, path string) (*benchGrammar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: --%s %s: %w", flagName(kind), path, err)
 	}
-	bg := &benchGrammar{kind: kind, path: path, eng: eng, tok: tok, vocab: tok.VocabSize(), rules: g.Rules(), compile: time.Since(start)}
+	bg := &benchGrammar{kind: kind, path: path, eng: eng, g: g, v: v, tok: tok, vocab: tok.VocabSize(), rules: g.Rules(), compile: time.Since(start)}
 	return bg, nil
+}
+
+// forRun is the grammar a run uses: g itself, or a copy with an engine of
+// its own when every run starts cold.
+func (g *benchGrammar) forRun() (*benchGrammar, error) {
+	if !g.cold {
+		return g, nil
+	}
+	eng, err := grammar.NewEngine(g.g, g.v)
+	if err != nil {
+		return nil, fmt.Errorf("bench: grammar: %w", err)
+	}
+	c := *g
+	c.eng = eng
+	return &c, nil
 }
 
 // flagName is the command-line flag of a constraint kind.
@@ -204,6 +222,12 @@ func sumMatchers(ms []*countedMatcher) constraintStats {
 // benchSamplers makes greedy samplers for B sequences, the first k of
 // them constrained by g.
 func benchSamplers(g *benchGrammar, B, k, vocab int) ([]*decode.Sampler, []*countedMatcher, error) {
+	if k > 0 {
+		var err error
+		if g, err = g.forRun(); err != nil {
+			return nil, nil, err
+		}
+	}
 	samplers := make([]*decode.Sampler, B)
 	var ms []*countedMatcher
 	for s := range samplers {

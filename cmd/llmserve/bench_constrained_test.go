@@ -52,6 +52,7 @@ func TestBenchConstrained(t *testing.T) {
 	}{
 		{"schema", []string{"--json-schema", small}, "1,4", map[string]bool{"1/1": true, "4/4": true, "4/2": true}, true},
 		{"grammar", []string{"--grammar", yesNo}, "2", map[string]bool{"2/2": true, "2/1": true}, true},
+		{"cold", []string{"--json-schema", small, "--cold-grammar"}, "2", map[string]bool{"2/2": true, "2/1": true}, true},
 		{"quarter", []string{"--json-schema", small, "--constrained-share", "0.25"}, "4", map[string]bool{"4/4": true, "4/1": true}, true},
 		{"shipped schema", []string{"--json-schema", filepath.Join("..", "..", "scripts", "bench-schema.json")}, "2", map[string]bool{"2/2": true, "2/1": true}, false},
 	}

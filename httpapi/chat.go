@@ -191,14 +191,11 @@ func streamChat(w http.ResponseWriter, g generation, resp chatResponse) {
 		}
 		out.flush()
 	}
-	if err := g.ctx.Err(); err != nil {
-		out.sendError(err)
-	} else if g.includeUsage {
+	out.finish(g, func() any {
 		resp.Choices = []chatChoice{}
 		resp.Usage = &u
-		out.send(resp)
-	}
-	out.done()
+		return resp
+	})
 }
 
 // chatPrompt checks the messages, renders them with the model's template

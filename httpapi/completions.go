@@ -159,14 +159,11 @@ func streamCompletion(w http.ResponseWriter, g generation, resp completionRespon
 		}
 		out.flush()
 	}
-	if err := g.ctx.Err(); err != nil {
-		out.sendError(err)
-	} else if g.includeUsage {
+	out.finish(g, func() any {
 		resp.Choices = []completionChoice{}
 		resp.Usage = &u
-		out.send(resp)
-	}
-	out.done()
+		return resp
+	})
 }
 
 // completionLogprobsOf builds the legacy logprobs object of some tokens

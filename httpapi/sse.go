@@ -85,3 +85,15 @@ func (s *sse) flush() {
 		s.err = err
 	}
 }
+
+// finish ends a stream whose events have all been sent: an error event
+// when the request's context ended first (client gone, timeout), else the
+// usage chunk usage builds when the client asked for one; then [DONE].
+func (s *sse) finish(g generation, usage func() any) {
+	if err := g.ctx.Err(); err != nil {
+		s.sendError(err)
+	} else if g.includeUsage {
+		s.send(usage())
+	}
+	s.done()
+}

@@ -85,12 +85,9 @@ func streamChatTools(w http.ResponseWriter, g generation, resp chatResponse, ts 
 		}
 		out.flush()
 	}
-	if err := g.ctx.Err(); err != nil {
-		out.sendError(err)
-	} else if g.includeUsage {
+	out.finish(g, func() any {
 		resp.Choices = []chatChoice{}
 		resp.Usage = &u
-		out.send(resp)
-	}
-	out.done()
+		return resp
+	})
 }

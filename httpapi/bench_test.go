@@ -231,16 +231,7 @@ func newBenchRig(b *testing.B, path string, streams int) *benchRig {
 		b.Fatal(err)
 	}
 	counted.sched = sched
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	b.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runScheduler(b, sched)
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
 		b.Fatal(err)
@@ -252,7 +243,7 @@ func newBenchRig(b *testing.B, path string, streams int) *benchRig {
 	transport := &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}
 	b.Cleanup(transport.CloseIdleConnections)
 	return &benchRig{
-		eng: counted, steps: counted, tok: tok, sched: sched, ctx: ctx, streams: streams,
+		eng: counted, steps: counted, tok: tok, sched: sched, ctx: b.Context(), streams: streams,
 		url:    srv.URL + "/v1/completions",
 		client: &http.Client{Transport: transport},
 		tokens: benchTokens,

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -104,24 +103,18 @@ func byteEnvGate(t *testing.T, src string, gate chan struct{}) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
+	stop := runScheduler(t, sched)
 	api := New(Config{ModelName: "fake", Logger: zerolog.Nop()})
 	tmpl, err := chat.New(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	api.SetModel(&Model{Name: "fake", Scheduler: sched, Tokenizer: byteTokenizer{}, Chat: renderer(t, tmpl), Created: time.Unix(1700000000, 0)})
-	e := &testEnv{api: api, eng: eng, sched: sched, stop: cancel}
+	e := &testEnv{api: api, eng: eng, sched: sched, stop: stop}
 	e.srv = httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		e.srv.Close()
-		cancel()
-		<-done
+		stop()
 	})
 	return e
 }

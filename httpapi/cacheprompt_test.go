@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,13 +45,7 @@ func TestCachePrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runScheduler(t, sched)
 	tmpl, err := chat.Fallback("chatml")
 	if err != nil {
 		t.Fatal(err)

@@ -56,12 +56,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
+	stop := runScheduler(t, sched)
 	logger := zerolog.Nop()
 	if o.log != nil {
 		logger = zerolog.New(o.log)
@@ -81,13 +76,12 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		cancel()
+		stop()
 		if eng.gate != nil {
 			close(eng.gate)
 		}
-		<-done
 	})
-	return &testEnv{srv: srv, api: api, eng: eng, sched: sched, key: o.key, stop: cancel}
+	return &testEnv{srv: srv, api: api, eng: eng, sched: sched, key: o.key, stop: stop}
 }
 
 // do sends a request and returns the status and body.
@@ -200,4 +194,21 @@ func errorOf(t *testing.T, body []byte) *apiError {
 		t.Fatalf("not an error body: %s (%v)", body, err)
 	}
 	return e.Error
+}
+
+// runScheduler runs sched's loop until stop is called or the test ends;
+// stop ends it without waiting (an engine blocked on a gate may hold it),
+// and the test's cleanup waits for it to return.
+func runScheduler(tb testing.TB, sched *decode.Scheduler) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sched.Run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return cancel
 }

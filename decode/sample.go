@@ -228,6 +228,10 @@ func (s *Sampler) Pick() Pick {
 // errNoToken is returned when no token of the vocabulary can be picked.
 var errNoToken = fmt.Errorf("sampler: no token has a finite logit (every token is banned, or the logits are not numbers)")
 
+// errAllBanned is returned when the request's logit bias banned every
+// token that was left: the request's fault, not the server's.
+var errAllBanned = fmt.Errorf("%w: logit_bias bans every token left (%w)", ErrInvalidSampling, errNoToken)
+
 // SampleDrawn is Sample with the random draw u already taken (by Pick);
 // u is unused at temperature 0.
 func (s *Sampler) SampleDrawn(logits []float32, u float32) (Sampled, error) {
@@ -276,6 +280,9 @@ func (s *Sampler) sampleChain(logits []float32, u float32) (int32, error) {
 	}
 	c := s.cands
 	if !alive(c) {
+		if s.bannedAllowed(nil) {
+			return 0, errAllBanned
+		}
 		return 0, errNoToken
 	}
 	if s.p.Mirostat != 0 {

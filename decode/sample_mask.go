@@ -44,9 +44,24 @@ func (s *Sampler) applyConstraint(c []candidate) error {
 		}
 	}
 	if !alive(c) {
+		if s.bannedAllowed(s.mask) {
+			return fmt.Errorf("%w: logit_bias bans every token the constraint allows next", ErrInvalidSampling)
+		}
 		return fmt.Errorf("sampler: the constraint allows no token with a finite logit")
 	}
 	return nil
+}
+
+// bannedAllowed reports whether the logit bias bans (-Inf) a token that
+// mask allows (every token when mask is nil): when no token is left, the
+// request's own bias took it.
+func (s *Sampler) bannedAllowed(mask []uint64) bool {
+	for _, b := range s.bias {
+		if b.Logprob == negInf && (mask == nil || int(b.ID)/64 < len(mask) && mask[b.ID/64]>>(b.ID&63)&1 == 1) {
+			return true
+		}
+	}
+	return false
 }
 
 // AcceptSampled records a generated token: Accept, then the constraint

@@ -90,6 +90,50 @@ func TestConstraintErrors(t *testing.T) {
 	}
 }
 
+// TestBanErrorsBlameRequest: when nothing is left to sample because the
+// request's logit bias banned it, the error is the request's
+// (ErrInvalidSampling); when the logits are not numbers, it is not.
+func TestBanErrorsBlameRequest(t *testing.T) {
+	const vocab = 10
+	numbers := make([]float32, vocab)
+	nans := make([]float32, vocab)
+	for i := range nans {
+		nans[i] = float32(math.NaN())
+	}
+	banAll := map[int32]float32{}
+	for i := range int32(vocab) {
+		banAll[i] = float32(math.Inf(-1))
+	}
+	tests := []struct {
+		name    string
+		p       SamplerParams
+		logits  []float32
+		request bool // ErrInvalidSampling wanted
+	}{
+		{"constraint's tokens banned", SamplerParams{Constraint: &setConstraint{allowed: []int32{2}}, LogitBias: map[int32]float32{2: float32(math.Inf(-1))}}, numbers, true},
+		{"constraint's tokens banned, sampled", SamplerParams{Temperature: 1, Constraint: &setConstraint{allowed: []int32{2, 3}}, LogitBias: map[int32]float32{2: float32(math.Inf(-1)), 3: float32(math.Inf(-1))}}, numbers, true},
+		{"every token banned", SamplerParams{LogitBias: banAll}, numbers, true},
+		{"every token banned, sampled", SamplerParams{Temperature: 1, LogitBias: banAll}, numbers, true},
+		{"NaN logits, a token biased", SamplerParams{LogitBias: map[int32]float32{1: 5}}, nans, false},
+		{"NaN logits, constrained, another token banned", SamplerParams{Constraint: &setConstraint{allowed: []int32{2}}, LogitBias: map[int32]float32{3: float32(math.Inf(-1))}}, nans, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewSampler(tt.p, vocab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Sample(tt.logits)
+			if err == nil {
+				t.Fatalf("picked %d, want an error", got.Token)
+			}
+			if errors.Is(err, ErrInvalidSampling) != tt.request {
+				t.Errorf("error %q: the request's fault %v, want %v", err, !tt.request, tt.request)
+			}
+		})
+	}
+}
+
 // decodeConstrained runs a decode loop over random logits: only the
 // constraint can make the output valid. It returns the token ids up to
 // (not including) the end token.

@@ -302,9 +302,11 @@ func (s *Scheduler) emit(seq *sequence, got Sampled, err error, now time.Time) {
 }
 
 // release ends a running sequence and frees its slot (compact removes it
-// from active).
+// from active). The pool's gauges count its blocks free before its stream
+// ends.
 func (s *Scheduler) release(seq *sequence, final Event, outcome string) {
 	s.dropBlocks(seq)
+	s.publishKV()
 	s.slots[seq.slot] = nil
 	seq.done = true
 	s.mu.Lock()
@@ -313,14 +315,15 @@ func (s *Scheduler) release(seq *sequence, final Event, outcome string) {
 	s.end(seq, final, outcome)
 }
 
-// end sends the final event of seq.
+// end sends the final event of seq, counted in the metrics first: a
+// client that has read it sees its request among the finished ones.
 func (s *Scheduler) end(seq *sequence, final Event, outcome string) {
 	seq.done = true
 	final.Token = -1
 	final.Done = true
 	final.Usage = Usage{PromptTokens: len(seq.req.Prompt), CompletionTokens: seq.generated}
-	seq.stream.push(final)
 	s.metrics.finish(outcome)
+	seq.stream.push(final)
 }
 
 // compact removes ended sequences from active.

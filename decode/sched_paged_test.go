@@ -362,3 +362,30 @@ func TestSchedulerPagedStepFailures(t *testing.T) {
 		t.Errorf("finished %v, want %d in all", m.Finished, len(reqs))
 	}
 }
+
+// TestSchedulerMetricsBeforeEnd reads the metrics the moment each
+// request's final event is taken: its blocks are already free and it is
+// already counted as finished.
+func TestSchedulerMetricsBeforeEnd(t *testing.T) {
+	opts := CPUOptions{Context: 128, MaxSeqs: 2, Threads: 1, BlockSize: 16}
+	s := pagedScheduler(t, opts, SchedulerConfig{MaxQueue: 4, StepTokens: 64})
+	for i := range 40 {
+		st, err := s.Submit(context.Background(), Request{Prompt: storiesTokens(20 + i), MaxTokens: 2, IgnoreEOS: true})
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		var evs []Event
+		done := false
+		for !done && time.Now().Before(deadline) {
+			evs, done = st.Drain(evs[:0]) // no wait: the loop may still be running
+		}
+		if !done {
+			t.Fatalf("request %d did not end", i)
+		}
+		m := s.Metrics().Snapshot()
+		if m.KVBlocksUsed != 0 || m.Finished["length"] != uint64(i+1) {
+			t.Fatalf("request %d: once its end was read, %d blocks in use and finished %v", i, m.KVBlocksUsed, m.Finished)
+		}
+	}
+}

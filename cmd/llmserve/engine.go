@@ -51,12 +51,12 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
 		}
-		if c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0 {
-			warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
-		}
 		e, err := openGPUEngine(m, c, warn)
 		switch {
 		case err == nil:
+			if c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0 {
+				warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
+			}
 			desc := "GPU, CUDA graphs on"
 			if !c.CUDAGraphs {
 				desc = "GPU, CUDA graphs off"

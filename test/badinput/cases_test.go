@@ -385,6 +385,13 @@ func logitBias() class {
 		entries = append(entries, fmt.Sprintf(`"%d":1`, i))
 	}
 	c.both("600 entries, some outside the vocabulary", `"logit_bias":{`+strings.Join(entries, ",")+`}`, clientError)
+	// Bans that leave nothing to sample are the request's fault.
+	bans := make([]string, 0, 512)
+	for i := range 512 {
+		bans = append(bans, fmt.Sprintf(`"%d":false`, i))
+	}
+	c.both("every token banned", `"logit_bias":{`+strings.Join(bans, ",")+`}`, clientError)
+	c.both("grammar with its end token banned", `"grammar":"root ::= \"x\"","logit_bias":{"2":false}`, clientError)
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"llmserve/decode"
 	"llmserve/grammar"
@@ -128,13 +129,19 @@ func schemaError(param string, err error) error {
 	if errors.As(err, &se) && se.Keyword != "" {
 		return invalid(param, "%s: unsupported schema keyword %q at %s: %s", param, se.Keyword, se.Path, se.Msg)
 	}
-	return invalid(param, "%s: %v", param, err)
+	return invalid(param, "%s: %s", param, grammarMessage(err))
+}
+
+// grammarMessage is the grammar package's message without its own
+// "grammar: " prefix, which the field name replaces.
+func grammarMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "grammar: ")
 }
 
 // compileError is the 400 of a grammar that does not compile: the field
 // and the grammar's own message (with line and column for GBNF).
 func compileError(c *constraint, err error) error {
-	return invalid(c.param, "%s: %v", c.param, err)
+	return invalid(c.param, "%s: %s", c.param, grammarMessage(err))
 }
 
 // errIgnoreEOSConstrained refuses ignore_eos with a constraint: the end of

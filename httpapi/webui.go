@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -116,7 +117,7 @@ func (s *Server) webui(w http.ResponseWriter, r *http.Request) {
 // notFound is the JSON 404 of every unknown route.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-		Message: "no route " + r.Method + " " + r.URL.Path})
+		Message: "no route " + r.Method + " " + clip(r.URL.Path, 200)})
 }
 
 // isPageRequest reports whether r is a GET or HEAD that no route takes and that
@@ -131,4 +132,16 @@ func (s *Server) isPageRequest(r *http.Request) bool {
 		return false
 	}
 	return s.pageFile(r.URL.Path) != ""
+}
+
+// clip shortens s to at most n bytes (on a rune boundary) for a message,
+// marking the cut with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

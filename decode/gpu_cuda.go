@@ -149,14 +149,8 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	free, _, err := ctx.MemInfo()
-	if err != nil {
-		return err
-	}
-	if err := checkFits(fmt.Sprintf("KV cache of %d layers × %d sequences × %d positions × %d values and buffers",
-		len(m.Layers), e.opts.MaxSeqs, e.opts.Context, kvDim), reserve, free); err != nil {
-		return err
-	}
+	// uploadWeights refuses weights plus reserve past the free device
+	// memory before it allocates anything.
 	w, wbuf, err := uploadWeights(ctx, m, reserve, e.opts.Progress)
 	if err != nil {
 		return err

@@ -143,9 +143,13 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	if err != nil {
 		return gpuWeights{}, nil, err
 	}
-	if need := a.off + weightSlack + reserve; need > free {
-		return gpuWeights{}, nil, fmt.Errorf("not enough device memory: the model needs %d bytes (%s: weights %s, KV cache and buffers %s), %d bytes (%s) of %s are free; lower the context (-c) or slots (-np)",
-			need, gib(need), gib(a.off), gib(reserve), free, gib(free), gib(total))
+	need, err := sizeSum("weights, KV cache and buffers", a.off, weightSlack, reserve)
+	if err != nil {
+		return gpuWeights{}, nil, err
+	}
+	if need > free {
+		return gpuWeights{}, nil, fmt.Errorf("not enough device memory: the model needs %d bytes (%s: weights %s, KV cache and buffers %s), %d bytes (%s) of %s are free; lower the context (-c) or slots (-np): %w",
+			need, gib(need), gib(a.off), gib(reserve), free, gib(free), gib(total), errTooLarge)
 	}
 	buf, err := ctx.Alloc("weights", a.off+weightSlack)
 	if err != nil {

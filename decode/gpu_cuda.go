@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"llmserve/internal/cuda"
 	"llmserve/kernels"
@@ -40,13 +41,32 @@ type GPUOptions struct {
 	// Progress, when set, is told how many bytes of weights have been
 	// uploaded.
 	Progress Progress
+	// Deterministic keeps every token's logits independent of the batch it
+	// runs in: every step runs the matrix-vector kernels in chunks of 64
+	// tokens (whose sums do not depend on the batch) instead of the
+	// tensor-core products, which sum in another order.
+	Deterministic bool
+	// MatMulMin is the smallest step, in tokens, whose products run on the
+	// tensor cores; 0 is gpuMatMulMin. The environment variable
+	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
+	MatMulMin int
 }
 
 // gpuBuckets are the step sizes a batch chunk is padded to; each has its
 // own graph. The largest is the most tokens one step runs.
 var gpuBuckets = []int{1, 2, 4, 8, 16, 32, 64}
 
+// gpuMaxBatch is the largest bucket: the most tokens of a step run from a
+// graph, and the most rows of logits one step computes.
 const gpuMaxBatch = 64
+
+// gpuMaxStep is the most tokens of one step. Steps of more than
+// gpuMaxBatch tokens (prompts) run eagerly at their exact size on the
+// tensor-core products, and compute the logits of their wanted rows only.
+const gpuMaxStep = 512
+
+// gpuMatMulMin is the default smallest step on the tensor-core products.
+const gpuMatMulMin = 16
 
 // GPUEngine runs the forward pass of a model on a CUDA device. Weights stay
 // in their GGUF types; activations and the KV cache are f32. A step's inputs
@@ -59,37 +79,47 @@ type GPUEngine struct {
 	dev  *kernels.Device
 	w    gpuWeights
 
-	bufs    []*cuda.Buffer          // every allocation, freed by Close
-	kv      []kernels.DevKVCache    // [layer]
-	rope    []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
-	s       gpuScratch              // device activations for gpuMaxBatch tokens
-	in      *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then out
-	hostIn  []uint32                // tokens, positions, sequences [gpuMaxBatch] each, then picks [gpuMaxBatch][kernels.PickWords]
-	picked  []int32                 // [gpuMaxBatch] tokens the step picked, read back
-	logits  []float32               // [gpuMaxBatch*Vocab] logits of the graph run in check mode
-	check   []float32               // [gpuMaxBatch*Vocab] logits of the eager run in check mode
-	graphs  map[int]*cuda.Graph     // by bucket, captured on first use; nil for a bucket whose capture failed
-	overlap bool                    // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
-	stats   gpuGraphStats
+	bufs   []*cuda.Buffer          // every allocation, freed by Close
+	kv     []kernels.DevKVCache    // [layer]
+	rope   []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
+	s      gpuScratch              // device activations for stepRows tokens
+	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then picked
+	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch]
+	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
+	// stepRows is the most tokens of one step: gpuMaxStep, or gpuMaxBatch
+	// in deterministic mode.
+	stepRows int
+	// matMulMin is the smallest step on the tensor-core products (above
+	// stepRows in deterministic mode: never).
+	matMulMin int
+	logits    []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check     []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	graphs    map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
+	overlap   bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
+	stats     gpuGraphStats
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
 	beforeStep func(B int) error
 }
 
-// gpuScratch holds device activations, each with gpuMaxBatch rows; a step
-// of B tokens uses the first B.
+// gpuScratch holds device activations, each with stepRows rows (logits
+// and the output rows gpuMaxBatch); a step of B tokens uses the first B.
 type gpuScratch struct {
-	x        kernels.DevF32 // [B, Embd] residual stream
+	x, xn    kernels.DevF32 // [B, Embd] residual stream, and its normalized rows (tensor-core steps)
+	xw       kernels.DevF32 // [gpuMaxBatch, Embd] the wanted rows of x (steps over gpuMaxBatch)
 	q, att   kernels.DevF32 // [B, Heads*HeadDim]
 	k, v     kernels.DevF32 // [B, KVHeads*HeadDim]
 	gate, up kernels.DevF32 // [B, FFN]
-	logits   kernels.DevF32 // [B, Vocab]
-	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats)
+	logits   kernels.DevF32 // [gpuMaxBatch, Vocab]
+	attPart  kernels.DevF32 // attention partial results (kernels.AttentionScratch floats for gpuMaxBatch rows)
+	mm       cuda.DevPtr    // rounded activations of the tensor-core products
+	mmBytes  int64          // the size of mm
 	tok, pos kernels.DevI32 // [B] views of in
 	seq      kernels.DevI32 // [B]
-	picks    cuda.DevPtr    // [B][kernels.PickWords] view of in
-	picked   kernels.DevI32 // [B] view of in: the picked tokens
+	picks    cuda.DevPtr    // [gpuMaxBatch][kernels.PickWords] view of in
+	wanted   kernels.DevI32 // [gpuMaxBatch] view of in: the rows whose logits a step over gpuMaxBatch computes
+	picked   kernels.DevI32 // [gpuMaxBatch] view of in: the picked tokens
 }
 
 // NewGPUEngine uploads m to CUDA device opts.Device.
@@ -119,7 +149,17 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap)}
+	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
+		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin}
+	if opts.MatMulMin > 0 {
+		e.matMulMin = opts.MatMulMin
+	}
+	if v, err := strconv.Atoi(os.Getenv("LLMSERVE_MATMUL_MIN")); err == nil && v > 0 {
+		e.matMulMin = v
+	}
+	if opts.Deterministic {
+		e.stepRows, e.matMulMin = gpuMaxBatch, gpuMaxStep+1
+	}
 	if err := e.init(); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("decode: cuda: %w", err)
@@ -138,10 +178,20 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	// The scratch buffers below: gpuMaxBatch rows of activations, logits,
-	// attention partials and step inputs.
-	bufBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+m.Vocab+
-		kernels.AttentionScratch(cache, 1, m.Heads)+3)
+	// The scratch buffers below: stepRows rows of activations and step
+	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
+	// and picks, and the rounded activations of the products.
+	S := e.stepRows
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3)
+	if err != nil {
+		return err
+	}
+	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2)
+	if err != nil {
+		return err
+	}
+	mmBytes := kernels.MatMulsScratchBytes(S, max(m.Embd, m.Heads*m.HeadDim, m.FFN))
+	bufBytes, err := sizeSum("buffers", rowBytes, outBytes, mmBytes)
 	if err != nil {
 		return err
 	}
@@ -184,36 +234,44 @@ func (e *GPUEngine) init() error {
 		c.K, c.V = kb.Ptr(), vb.Ptr()
 		e.kv = append(e.kv, c)
 	}
-	B, qDim := gpuMaxBatch, m.Heads*m.HeadDim
-	f32 := func(name string, cols int) kernels.DevF32 {
+	qDim, M := m.Heads*m.HeadDim, gpuMaxBatch
+	f32 := func(name string, rows, cols int) kernels.DevF32 {
 		if err != nil {
 			return kernels.DevF32{}
 		}
 		var b *cuda.Buffer
-		if b, err = e.alloc(name, int64(B)*int64(cols)*4); err != nil {
+		if b, err = e.alloc(name, int64(rows)*int64(cols)*4); err != nil {
 			return kernels.DevF32{}
 		}
-		return kernels.DevF32{Ptr: b.Ptr(), Rows: B, Cols: cols}
+		return kernels.DevF32{Ptr: b.Ptr(), Rows: rows, Cols: cols}
 	}
 	e.s = gpuScratch{
-		x: f32("x", m.Embd), q: f32("q", qDim), att: f32("att", qDim),
-		k: f32("k", kvDim), v: f32("v", kvDim),
-		gate: f32("gate", m.FFN), up: f32("up", m.FFN), logits: f32("logits", m.Vocab),
-		attPart: f32("attention partials", kernels.AttentionScratch(e.kv[0], 1, m.Heads)),
+		x: f32("x", S, m.Embd), xn: f32("x normalized", S, m.Embd), xw: f32("output rows", M, m.Embd),
+		q: f32("q", S, qDim), att: f32("att", S, qDim),
+		k: f32("k", S, kvDim), v: f32("v", S, kvDim),
+		gate: f32("gate", S, m.FFN), up: f32("up", S, m.FFN), logits: f32("logits", M, m.Vocab),
+		attPart: f32("attention partials", 1, kernels.AttentionScratch(e.kv[0], M, m.Heads)),
 	}
 	if err != nil {
 		return err
 	}
-	inWords := (3 + kernels.PickWords) * B
-	if e.in, err = e.alloc("step inputs", int64(inWords+B)*4); err != nil {
+	mm, err := e.alloc("product inputs", mmBytes)
+	if err != nil {
 		return err
 	}
-	e.s.tok = kernels.DevI32{Ptr: e.in.Ptr(), Len: B}
-	e.s.pos = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(B)), Len: B}
-	e.s.seq = kernels.DevI32{Ptr: e.in.Ptr().Add(8 * int64(B)), Len: B}
-	e.s.picks = e.in.Ptr().Add(12 * int64(B))
-	e.s.picked = kernels.DevI32{Ptr: e.in.Ptr().Add(4 * int64(inWords)), Len: B}
-	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, B)
+	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
+	inWords := 3*S + (kernels.PickWords+1)*M
+	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
+		return err
+	}
+	at := func(word int) cuda.DevPtr { return e.in.Ptr().Add(4 * int64(word)) }
+	e.s.tok = kernels.DevI32{Ptr: at(0), Len: S}
+	e.s.pos = kernels.DevI32{Ptr: at(S), Len: S}
+	e.s.seq = kernels.DevI32{Ptr: at(2 * S), Len: S}
+	e.s.picks = at(3 * S)
+	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
+	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
+	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {
 		w := &e.w.layers[l]
@@ -225,7 +283,7 @@ func (e *GPUEngine) init() error {
 		e.rope = append(e.rope, r)
 	}
 	if e.opts.GraphCheck {
-		e.logits, e.check = make([]float32, B*m.Vocab), make([]float32, B*m.Vocab)
+		e.logits, e.check = make([]float32, M*m.Vocab), make([]float32, M*m.Vocab)
 	}
 	return e.dev.Sync()
 }
@@ -273,8 +331,8 @@ func (e *GPUEngine) Close() error {
 	return errors.Join(errs...)
 }
 
-// Forward runs one step over b; see Engine. Batches of more than 64
-// tokens run in chunks of 64, in order.
+// Forward runs one step over b; see Engine. Batches of more tokens than a
+// step holds, or of more than 64 wanted rows, run in chunks, in order.
 func (e *GPUEngine) Forward(b *Batch, out []float32) error {
 	return e.ForwardPick(b, nil, nil, out)
 }
@@ -292,40 +350,67 @@ func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []
 	}
 	return e.dev.Context().Do(func() error {
 		r := 0 // wanted rows before the chunk
-		for lo := 0; lo < b.Len(); lo += gpuMaxBatch {
-			hi := min(lo+gpuMaxBatch, b.Len())
+		for lo := 0; lo < b.Len(); {
+			hi := e.chunkEnd(b, lo)
 			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
 			n, err := e.chunk(&chunk, picks, toks, logits, r)
 			if err != nil {
 				return fmt.Errorf("decode: cuda: %w", err)
 			}
-			r += n
+			r, lo = r+n, hi
 		}
 		return nil
 	})
 }
 
-// bucket is the smallest step size that holds n tokens.
+// chunkEnd is the end of the step that starts at token lo of b: at most
+// stepRows tokens with at most gpuMaxBatch wanted rows.
+func (e *GPUEngine) chunkEnd(b *Batch, lo int) int {
+	hi, wanted := lo, 0
+	for hi < b.Len() && hi-lo < e.stepRows {
+		if b.Logits[hi] {
+			if wanted == gpuMaxBatch {
+				break
+			}
+			wanted++
+		}
+		hi++
+	}
+	return hi
+}
+
+// bucket is the smallest step size that holds n tokens: a graph bucket up
+// to gpuMaxBatch, n itself above.
 func bucket(n int) int {
 	for _, b := range gpuBuckets {
 		if n <= b {
 			return b
 		}
 	}
-	return gpuMaxBatch
+	return n
 }
 
-// chunk runs at most gpuMaxBatch tokens whose wanted rows are numbered
-// from r0: it reads back the picked tokens into toks and copies the
-// logits of the rows not picked to logits. It returns the number of
-// wanted rows.
+// wide says whether a step of B tokens computes the logits of its wanted
+// rows only (gathered first), not of every row.
+func wide(B int) bool { return B > gpuMaxBatch }
+
+// chunk runs at most stepRows tokens (at most gpuMaxBatch wanted) whose
+// wanted rows are numbered from r0: it reads back the picked tokens into
+// toks and copies the logits of the rows not picked to logits. It returns
+// the number of wanted rows.
 func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float32, r0 int) (int, error) {
 	n := b.Len()
 	B, err := e.writeInputs(b, picks, r0)
 	if err != nil {
 		return 0, err
 	}
+	nw := b.wanted()
 	switch {
+	case wide(B):
+		e.stats.eagerSteps.Add(1)
+		if err := e.wideStep(B, nw); err != nil {
+			return 0, err
+		}
 	case e.opts.GraphCheck:
 		if err := e.checkStep(B, n); err != nil {
 			return 0, err
@@ -339,9 +424,18 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 			return 0, err
 		}
 	}
+	// out maps each wanted row to its row of logits and picks on the
+	// device: its batch row, or its rank among the wanted rows in a wide
+	// step.
+	out := func(i, rank int) int {
+		if wide(B) {
+			return rank
+		}
+		return i
+	}
 	ctx, V := e.dev.Context(), e.m.Vocab
-	if picks != nil {
-		if err := ctx.ReadAt(e.s.picked.Ptr, cuda.AsBytes(e.picked[:n])); err != nil {
+	if picks != nil && nw > 0 {
+		if err := ctx.ReadAt(e.s.picked.Ptr, cuda.AsBytes(e.picked[:min(n, gpuMaxBatch)])); err != nil {
 			return 0, err
 		}
 	}
@@ -353,7 +447,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		if picks != nil {
 			toks[r] = -1
 			if picks[r] != nil {
-				toks[r] = e.picked[i]
+				toks[r] = e.picked[out(i, r-r0)]
 			}
 		}
 		r++
@@ -373,7 +467,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		for j < n && b.Logits[j] && (picks == nil || toks[k] < 0) {
 			j, k = j+1, k+1
 		}
-		src := e.s.logits.Ptr.Add(int64(i) * int64(V) * 4)
+		src := e.s.logits.Ptr.Add(int64(out(i, r-r0)) * int64(V) * 4)
 		if err := ctx.ReadAt(src, cuda.AsBytes(logits[r*V:k*V])); err != nil {
 			return 0, err
 		}
@@ -387,26 +481,33 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 
 // writeInputs queues the upload of b's tokens, positions, sequences and
 // picks (wanted rows numbered from r0), padded to its bucket, which it
-// returns.
+// returns. A wide step's picks go by rank among the wanted rows, beside
+// the list of those rows.
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
 	B := bucket(n)
-	const M = gpuMaxBatch
+	S, M := e.stepRows, gpuMaxBatch
 	r := r0
+	for i := 0; i < M; i++ {
+		kernels.Pick{Mode: kernels.PickNone}.Encode(e.hostIn[3*S+i*kernels.PickWords:])
+	}
 	for i := 0; i < B; i++ {
 		tok, pos, seq := int32(0), int32(0), int32(-1)
-		pk := kernels.Pick{Mode: kernels.PickNone}
 		if i < n {
 			tok, pos, seq = b.Tokens[i], b.Pos[i], b.Seq[i]
 			if b.Logits[i] {
+				slot := i
+				if wide(B) {
+					slot = r - r0
+					e.hostIn[3*S+kernels.PickWords*M+slot] = uint32(i)
+				}
 				if picks != nil && picks[r] != nil {
-					pk = devicePick(picks[r])
+					devicePick(picks[r]).Encode(e.hostIn[3*S+slot*kernels.PickWords:])
 				}
 				r++
 			}
 		}
-		e.hostIn[i], e.hostIn[M+i], e.hostIn[2*M+i] = uint32(tok), uint32(pos), uint32(seq)
-		pk.Encode(e.hostIn[3*M+i*kernels.PickWords:])
+		e.hostIn[i], e.hostIn[S+i], e.hostIn[2*S+i] = uint32(tok), uint32(pos), uint32(seq)
 	}
 	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
 }

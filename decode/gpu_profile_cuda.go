@@ -8,7 +8,8 @@ import (
 
 var _ StepProfiler = (*GPUEngine)(nil)
 
-// ProfileStep runs b (at most 64 tokens) as one step, captured in a graph
+// ProfileStep runs b (at most 512 tokens, at most 64 of them wanting
+// logits) as one step, captured in a graph
 // with a timing event after every kernel, and returns every kernel's
 // device time in launch order, as a graph replay runs them (one event node
 // between kernels adds about a microsecond to each). The step is real: it
@@ -20,8 +21,8 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 	if err := probe.check(e.m.Vocab, e.opts.Context, e.opts.MaxSeqs, nil); err != nil {
 		return nil, err
 	}
-	if n := b.Len(); n < 1 || n > gpuMaxBatch {
-		return nil, fmt.Errorf("decode: profile: a step holds 1 to %d tokens, not %d", gpuMaxBatch, n)
+	if n := b.Len(); n < 1 || n > e.stepRows || b.wanted() > gpuMaxBatch {
+		return nil, fmt.Errorf("decode: profile: a step holds 1 to %d tokens, at most %d of them wanting logits, not %d (%d)", e.stepRows, gpuMaxBatch, n, b.wanted())
 	}
 	var ts []KernelTime
 	err := e.dev.Context().Do(func() error {
@@ -39,7 +40,12 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 		// events of the second give each kernel's device time as a graph
 		// replay runs it, with no host in between.
 		e.dev.StartProfile(true)
-		g, cerr := e.dev.Context().Capture(func() error { return e.step(B) })
+		g, cerr := e.dev.Context().Capture(func() error {
+			if wide(B) {
+				return e.wideStep(B, b.wanted())
+			}
+			return e.step(B)
+		})
 		e.dev.EndProfile()
 		if cerr != nil {
 			return cerr

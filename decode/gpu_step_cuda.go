@@ -5,6 +5,7 @@ package decode
 import (
 	"fmt"
 
+	"llmserve/gguf"
 	"llmserve/kernels"
 	"llmserve/model"
 )
@@ -16,15 +17,63 @@ import (
 // to 64 tokens 5-9% slower with it.
 const gpuOverlapTokens = 1
 
-// step queues the forward pass of B tokens (the first B rows of every
-// scratch array, inputs read from e.in) on the device: the same launches
-// run eagerly or under graph capture. Each layer is six launches: the
-// normalized Q/K/V product, RoPE with the cache write, attention (two
-// kernels), the output projection added to the residual stream, the
-// normalized gate/up product with SwiGLU, and the down projection added to
-// the residual stream.
+// step queues the forward pass of B ≤ gpuMaxBatch tokens (the first B
+// rows of every scratch array, inputs read from e.in) on the device: the
+// same launches run eagerly or under graph capture. Every row's logits are
+// computed and sampled.
 func (e *GPUEngine) step(B int) error {
 	m, s, d := e.m, &e.s, e.dev
+	if err := e.body(B); err != nil {
+		return err
+	}
+	if err := e.op(-1, "output_norm+output", func() error {
+		return d.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, B)}},
+			X:    s.x.Slice(0, B), Norm: e.w.outputNorm, Eps: m.RMSEps,
+		})
+	}); err != nil {
+		return err
+	}
+	return e.op(-1, "sample", func() error {
+		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
+	})
+}
+
+// wideStep queues the forward pass of B > gpuMaxBatch tokens, of which nw
+// ≤ gpuMaxBatch want logits: those rows (s.wanted) are gathered after the
+// last layer, so that the output projection runs for them only.
+func (e *GPUEngine) wideStep(B, nw int) error {
+	m, s, d := e.m, &e.s, e.dev
+	if err := e.body(B); err != nil {
+		return err
+	}
+	if nw == 0 {
+		return nil
+	}
+	xw := s.xw.Slice(0, nw)
+	if err := e.op(-1, "gather_output_rows", func() error {
+		x := kernels.DevMatrix{Type: gguf.TypeF32, Rows: B, Cols: m.Embd, Ptr: s.x.Ptr}
+		return d.GetRows(x, kernels.DevI32{Ptr: s.wanted.Ptr, Len: nw}, xw)
+	}); err != nil {
+		return err
+	}
+	if err := e.op(-1, "output_norm+output", func() error {
+		return d.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, nw)}},
+			X:    xw, Norm: e.w.outputNorm, Eps: m.RMSEps,
+		})
+	}); err != nil {
+		return err
+	}
+	return e.op(-1, "sample", func() error {
+		return d.Sample(s.logits.Slice(0, nw), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: nw})
+	})
+}
+
+// body queues the embedding lookup and every layer of a step of B tokens,
+// leaving the residual stream in s.x.
+func (e *GPUEngine) body(B int) error {
+	s, d := &e.s, e.dev
 	d.SetOverlap(e.overlap && B <= gpuOverlapTokens)
 	x := s.x.Slice(0, B)
 	tok, pos, seq := kernels.DevI32{Ptr: s.tok.Ptr, Len: B}, kernels.DevI32{Ptr: s.pos.Ptr, Len: B}, kernels.DevI32{Ptr: s.seq.Ptr, Len: B}
@@ -37,21 +86,15 @@ func (e *GPUEngine) step(B int) error {
 		return err
 	}
 	for l := range e.w.layers {
-		if err := e.layer(l, B, x, pos, seq); err != nil {
+		layer := e.layer
+		if B >= e.matMulMin {
+			layer = e.layerMatMul
+		}
+		if err := layer(l, B, x, pos, seq); err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)
 		}
 	}
-	if err := e.op(-1, "output_norm+output", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, B)}},
-			X:    x, Norm: e.w.outputNorm, Eps: m.RMSEps,
-		})
-	}); err != nil {
-		return err
-	}
-	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
-	})
+	return nil
 }
 
 // op runs one operation of a step: it labels the kernels fn launches (for
@@ -80,7 +123,7 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "attention", func() error { return d.Attention(e.kv[l], q, att, m.Heads, pos, seq, s.attPart) }); err != nil {
+	if err := e.op(l, "attention", func() error { return e.attention(l, B) }); err != nil {
 		return err
 	}
 	if err := e.op(l, "attn_output+residual", func() error {
@@ -99,4 +142,67 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	return e.op(l, "ffn_down+residual", func() error {
 		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNDown], Y: x}}, X: gate, Accumulate: true})
 	})
+}
+
+// layerMatMul queues transformer block l for a step of many tokens, on the
+// tensor-core products: the norms, the rotation with the cache write and
+// SwiGLU run as launches of their own around them.
+func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
+	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
+	q, k, v, xn := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B), s.xn.Slice(0, B)
+	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
+	mm := func(x kernels.DevF32, acc bool, segs ...kernels.MatVecSeg) error {
+		return d.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: acc, Scratch: s.mm, ScratchBytes: s.mmBytes})
+	}
+	if err := e.op(l, "attn_norm", func() error { return d.RMSNorm(x, w.vecs[model.AttnNorm], xn, m.RMSEps) }); err != nil {
+		return err
+	}
+	if err := e.op(l, "qkv", func() error {
+		return mm(xn, false, kernels.MatVecSeg{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]},
+			kernels.MatVecSeg{W: w.mats[model.AttnK], Y: k, Bias: w.vecs[model.AttnKBias]},
+			kernels.MatVecSeg{W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]})
+	}); err != nil {
+		return err
+	}
+	if err := e.op(l, "rope+cache_store", func() error { return d.RopeStore(e.rope[l].StoreOp(q, k, v)) }); err != nil {
+		return err
+	}
+	if err := e.op(l, "attention", func() error { return e.attention(l, B) }); err != nil {
+		return err
+	}
+	if err := e.op(l, "attn_output+residual", func() error {
+		return mm(att, true, kernels.MatVecSeg{W: w.mats[model.AttnOut], Y: x})
+	}); err != nil {
+		return err
+	}
+	if err := e.op(l, "ffn_norm", func() error { return d.RMSNorm(x, w.vecs[model.FFNNorm], xn, m.RMSEps) }); err != nil {
+		return err
+	}
+	if err := e.op(l, "gate_up", func() error {
+		return mm(xn, false, kernels.MatVecSeg{W: w.mats[model.FFNGate], Y: gate}, kernels.MatVecSeg{W: w.mats[model.FFNUp], Y: up})
+	}); err != nil {
+		return err
+	}
+	if err := e.op(l, "swiglu", func() error { return d.SwiGLU(gate, up, gate) }); err != nil {
+		return err
+	}
+	return e.op(l, "ffn_down+residual", func() error {
+		return mm(gate, true, kernels.MatVecSeg{W: w.mats[model.FFNDown], Y: x})
+	})
+}
+
+// attention queues layer l's attention for a step of B tokens, in pieces
+// of at most gpuMaxBatch rows (the partial results' scratch holds that
+// many).
+func (e *GPUEngine) attention(l, B int) error {
+	s := &e.s
+	for lo := 0; lo < B; lo += gpuMaxBatch {
+		n := min(gpuMaxBatch, B-lo)
+		pos := kernels.DevI32{Ptr: s.pos.Ptr.Add(4 * int64(lo)), Len: n}
+		seq := kernels.DevI32{Ptr: s.seq.Ptr.Add(4 * int64(lo)), Len: n}
+		if err := e.dev.Attention(e.kv[l], s.q.Slice(lo, lo+n), s.att.Slice(lo, lo+n), e.m.Heads, pos, seq, s.attPart); err != nil {
+			return err
+		}
+	}
+	return nil
 }

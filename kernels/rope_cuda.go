@@ -90,3 +90,12 @@ func (d *Device) matVecRope(op MatVecOp) error {
 	}
 	return d.RopeStore(rs)
 }
+
+// StoreOp is the epilogue's RopeStoreOp for the products q, k and v of a
+// step of q.Rows tokens, for a product that runs without it (RopeStore).
+func (e *RopeEpilogue) StoreOp(q, k, v DevF32) RopeStoreOp {
+	rs := e.op
+	rs.Q, rs.K, rs.V = q, k, v
+	rs.Pos.Len, rs.Seq.Len = q.Rows, q.Rows
+	return rs
+}

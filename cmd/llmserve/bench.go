@@ -43,7 +43,8 @@ func benchTo(w io.Writer, args []string) error {
 	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
-	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step (GPU engine)")
+	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
+	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
 	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
 	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
 	cold := fs.Bool("cold-grammar", false, "give each constrained run a new grammar engine, so that no mask is cached before it (as for a grammar the server has not seen)")
@@ -150,6 +151,21 @@ func profileStep(w io.Writer, e decode.Engine, pos int) error {
 		return err
 	}
 	fmt.Fprintf(w, "kernels of one decode step at position %d:\n", pos)
+	if err := decode.WriteKernelTable(w, times); err != nil {
+		return err
+	}
+	n := min(pos, 512)
+	if n < 2 {
+		return nil
+	}
+	b.Reset()
+	for i := 0; i < n; i++ {
+		b.Add(int32(1+i%100), int32(i), 0, i == n-1)
+	}
+	if times, err = p.ProfileStep(&b); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "kernels of one prompt step of %d tokens:\n", n)
 	return decode.WriteKernelTable(w, times)
 }
 

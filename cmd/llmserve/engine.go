@@ -19,6 +19,8 @@ func openModel(path string) (*gguf.File, *model.Model, error) {
 // overlapUsage describes the --no-overlap flag.
 const overlapUsage = "launch each kernel only once the one ahead has finished, instead of letting it start early and wait on the device (GPU, compute capability 9.0+)"
 
+const deterministicUsage = "keep every token's logits independent of the batch it runs in: the GPU runs all steps on the matrix-vector kernels, not the tensor cores (slower prompts and wide batches)"
+
 // errNoGPU says that this binary was built without GPU support.
 var errNoGPU = errors.New("this build has no GPU support (build with -tags cuda)")
 
@@ -33,6 +35,9 @@ type engineConfig struct {
 	NoOverlap  bool   // launch each kernel only once the previous one has finished
 	GraphDump  string // folder for DOT files of captured graphs, or ""
 	GraphCheck bool   // run steps eagerly and from graphs and compare
+	// Deterministic keeps a token's logits independent of its batch (GPU:
+	// no tensor-core products).
+	Deterministic bool
 	// The KV cache of the CPU engine (the GPU engine keeps f32, one
 	// region per slot): cell types, tokens per block, pool budget in bytes.
 	CacheTypeK, CacheTypeV decode.KVType

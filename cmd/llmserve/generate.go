@@ -40,6 +40,7 @@ func generateCmd(args []string) (err error) {
 	gpuLayers := fs.Int("ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
+	deterministic := fs.Bool("deterministic", false, deterministicUsage)
 	parseSpecial := fs.Bool("special", false, "parse special-token text (e.g. <|eot_id|>) in the prompt")
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	var sp decode.SamplerParams
@@ -99,7 +100,7 @@ func generateCmd(args []string) (err error) {
 		}
 		*gpuLayers = 0
 	}
-	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap},
+	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap, Deterministic: *deterministic},
 		func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err

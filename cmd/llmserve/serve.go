@@ -27,30 +27,31 @@ import (
 
 // serveOptions are the flags of `llmserve serve`.
 type serveOptions struct {
-	model        string
-	alias        string
-	host         string
-	port         int
-	ctxSize      int
-	parallel     int
-	batch        int
-	threads      int
-	gpuLayers    int
-	cudaGraphs   bool
-	noCUDAGraphs bool
-	graphDump    string
-	graphCheck   bool
-	noOverlap    bool
-	apiKey       string
-	cors         string
-	timeout      time.Duration
-	shutdown     time.Duration
-	queue        int
-	maxBody      int64
-	chatTemplate string // a built-in format's name, or Jinja source
-	webuiPath    string // --webui-path: a folder served at / instead of the chat page
-	noWebUI      bool   // --no-webui: no page at /
-	noSlots      bool   // --no-slots: GET /slots answers 501
+	model         string
+	alias         string
+	host          string
+	port          int
+	ctxSize       int
+	parallel      int
+	batch         int
+	threads       int
+	gpuLayers     int
+	cudaGraphs    bool
+	noCUDAGraphs  bool
+	graphDump     string
+	graphCheck    bool
+	noOverlap     bool
+	deterministic bool
+	apiKey        string
+	cors          string
+	timeout       time.Duration
+	shutdown      time.Duration
+	queue         int
+	maxBody       int64
+	chatTemplate  string // a built-in format's name, or Jinja source
+	webuiPath     string // --webui-path: a folder served at / instead of the chat page
+	noWebUI       bool   // --no-webui: no page at /
+	noSlots       bool   // --no-slots: GET /slots answers 501
 
 	// The KV cache (CPU engine): cell types, block size, pool budget,
 	// and whether requests may take prompt blocks from the prefix cache.
@@ -118,6 +119,7 @@ Flags (one or two dashes):
 	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, overlapUsage)
+	fs.BoolVar(&o.deterministic, "deterministic", false, deterministicUsage)
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
 	// The default comes from the environment after parsing, so that neither
 	// --help nor a flag error prints the key.
@@ -326,7 +328,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	eng, desc, err := openEngine(m, engineConfig{
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
-		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap,
+		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap, Deterministic: o.deterministic,
 		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),

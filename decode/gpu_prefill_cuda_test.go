@@ -1,0 +1,162 @@
+//go:build cuda
+
+package decode
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"llmserve/internal/nmse"
+)
+
+// prefillTokens are n tokens drawn from a vocabulary of vocab.
+func prefillTokens(n, vocab int) []int32 {
+	r := rand.New(rand.NewPCG(7, uint64(n)))
+	toks := make([]int32, n)
+	for i := range toks {
+		toks[i] = int32(r.IntN(vocab))
+	}
+	return toks
+}
+
+// deterministicTypes are the golden models whose every matrix the 8-bit
+// matrix-vector kernels read (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K).
+var deterministicTypes = map[string]bool{
+	"tiny-llama-Q4_0": true, "tiny-llama-Q8_0": true, "tiny-llama-Q4_K_M": true, "tiny-llama-Q5_K_M": true,
+	"tiny-llama-Q6_K": true, "tiny-qwen2-Q8_0": true, "tiny-qwen2-Q4_K_M": true,
+}
+
+// TestGPUPrefill runs a 300-token prompt through the GPU engine on every
+// golden model and compares it with the CPU engine: with every row's
+// logits wanted (steps of 64 wanted rows, on the tensor-core products), as
+// one step with the last row's logits only (the output projection of that
+// row alone), as that step beside single tokens of two other sequences,
+// and in deterministic mode, whose rows must equal the same tokens run one
+// by one.
+func TestGPUPrefill(t *testing.T) {
+	const n = 300
+	forEachGolden(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden/"+name+".gguf")
+		cpu, err := NewCPUEngine(m, CPUOptions{Context: 320})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		V := cpu.VocabSize()
+		toks := prefillTokens(n, V)
+		want := forwardAll(t, cpu, toks, 0)
+		tol := gpuCPUTolerance(name)
+		last := want[(n-1)*V:]
+
+		e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true})
+		all := forwardAll(t, e, toks, 0)
+		if err := nmse.Of(all, want); !(err <= tol) {
+			t.Errorf("every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+		}
+
+		// The prompt again in sequence 1 with its last row wanted, beside
+		// one token of sequence 2 whose logits are wanted too.
+		var b Batch
+		for i, tok := range toks {
+			b.Add(tok, int32(i), 1, i == n-1)
+		}
+		b.Add(toks[0], 0, 2, true)
+		out := make([]float32, 2*V)
+		if err := e.Forward(&b, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := nmse.Of(out[:V], last); !(err <= tol) {
+			t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+		}
+		if err := nmse.Of(out[:V], all[(n-1)*V:]); !(err <= 1e-6) {
+			t.Errorf("one step, last row wanted: NMSE %.3g vs the rows of steps of 64", err)
+		}
+		if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
+			t.Errorf("a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+		}
+		t.Logf("NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", nmse.Of(all, want), nmse.Of(out[:V], last), tol)
+
+		// Deterministic mode: the prompt in one batch and token by token
+		// give the same bits, on the types the 8-bit matrix-vector kernels
+		// read (the others' f32 sums depend on the batch size).
+		if !deterministicTypes[name] {
+			t.Logf("deterministic mode: %s has weights outside the 8-bit kernels' types; not compared bit for bit", name)
+			return
+		}
+		d := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 2, Graphs: true, Deterministic: true})
+		batched := forwardAll(t, d, toks[:100], 0)
+		for i, tok := range toks[:100] {
+			b.Reset()
+			b.Add(tok, int32(i), 1, true)
+			if err := d.Forward(&b, out[:V]); err != nil {
+				t.Fatal(err)
+			}
+			if k := bitsDiffer(out[:V], batched[i*V:(i+1)*V]); k != 0 {
+				t.Fatalf("deterministic: token %d: %d logits differ between one batch and one by one", i, k)
+			}
+		}
+		if err := nmse.Of(batched, want[:100*V]); !(err <= tol) {
+			t.Errorf("deterministic: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+		}
+	})
+}
+
+// TestGPUProfilePrompt profiles one 100-token prompt step: the layers run
+// the tensor-core sequence of operations, and only the wanted row reaches
+// the output projection.
+func TestGPUProfilePrompt(t *testing.T) {
+	m := loadModel(t, "golden/tiny-qwen2-Q4_K_M.gguf")
+	e := openGPU(t, m, GPUOptions{Context: 128, Graphs: true})
+	var b Batch
+	toks := prefillTokens(100, e.VocabSize())
+	for i, tok := range toks {
+		b.Add(tok, int32(i), 0, i == len(toks)-1)
+	}
+	ts, err := e.ProfileStep(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := WriteKernelTable(&sb, ts); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("profile of a 100-token prompt of tiny-qwen2-Q4_K_M:\n%s", sb.String())
+	ops := map[string]bool{}
+	for _, k := range ts {
+		ops[k.Op] = true
+		if !(k.Micros > 0) || k.Kernel == "" {
+			t.Errorf("launch %+v: no kernel name or no time", k)
+		}
+		if k.Op == "output_norm+output" && k.Kernel != "" && !strings.HasSuffix(k.Kernel, "_1") {
+			t.Errorf("the output projection ran %s, not a one-row kernel", k.Kernel)
+		}
+	}
+	for _, op := range []string{"token_embd", "attn_norm", "qkv", "rope+cache_store", "attention", "attn_output+residual",
+		"ffn_norm", "gate_up", "swiglu", "ffn_down+residual", "gather_output_rows", "output_norm+output", "sample"} {
+		if !ops[op] {
+			t.Errorf("no launch of %q in the prompt step", op)
+		}
+	}
+	// The profiled step wrote the cache: the next token's logits match an
+	// engine that ran the prompt through Forward.
+	next := make([]float32, e.VocabSize())
+	b.Reset()
+	b.Add(1, 100, 0, true)
+	if err := e.Forward(&b, next); err != nil {
+		t.Fatal(err)
+	}
+	ref := openGPU(t, m, GPUOptions{Context: 128})
+	b.Reset()
+	for i, tok := range toks {
+		b.Add(tok, int32(i), 0, false)
+	}
+	b.Add(1, 100, 0, true)
+	want := make([]float32, e.VocabSize())
+	if err := ref.Forward(&b, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := nmse.Of(next, want); !(err <= 1e-6) {
+		t.Errorf("after a profiled prompt step, the next token's logits differ from a fresh engine's: NMSE %.3g", err)
+	}
+}

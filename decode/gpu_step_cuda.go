@@ -87,7 +87,7 @@ func (e *GPUEngine) body(B int) error {
 	}
 	for l := range e.w.layers {
 		layer := e.layer
-		if B >= e.matMulMin {
+		if B >= e.matMulMin || B > gpuMaxBatch { // the matrix-vector kernels take 64 rows at most
 			layer = e.layerMatMul
 		}
 		if err := layer(l, B, x, pos, seq); err != nil {

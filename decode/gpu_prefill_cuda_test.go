@@ -132,8 +132,8 @@ func TestGPUProfilePrompt(t *testing.T) {
 			t.Errorf("the output projection ran %s, not a one-row kernel", k.Kernel)
 		}
 	}
-	for _, op := range []string{"token_embd", "attn_norm", "qkv", "rope+cache_store", "attention", "attn_output+residual",
-		"ffn_norm", "gate_up", "swiglu", "ffn_down+residual", "gather_output_rows", "output_norm+output", "sample"} {
+	for _, op := range []string{"token_embd", "attn_norm+qkv", "rope+cache_store", "attention", "attn_output+residual",
+		"ffn_norm+gate_up", "swiglu+ffn_down+residual", "gather_output_rows", "output_norm+output", "sample"} {
 		if !ops[op] {
 			t.Errorf("no launch of %q in the prompt step", op)
 		}

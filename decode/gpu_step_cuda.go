@@ -145,22 +145,22 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 }
 
 // layerMatMul queues transformer block l for a step of many tokens, on the
-// tensor-core products: the norms, the rotation with the cache write and
-// SwiGLU run as launches of their own around them.
+// tensor-core products; each product's input (normalized, or SwiGLU) is
+// computed as it is rounded for the product, and the rotation with the
+// cache write runs as a launch of its own.
 func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
 	q, k, v, xn := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B), s.xn.Slice(0, B)
 	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
-	mm := func(x kernels.DevF32, acc bool, segs ...kernels.MatVecSeg) error {
-		return d.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: acc, Scratch: s.mm, ScratchBytes: s.mmBytes})
+	op := func(in kernels.DevF32, segs ...kernels.MatVecSeg) kernels.MatMulsOp {
+		return kernels.MatMulsOp{Segs: segs, X: in, Scratch: s.mm, ScratchBytes: s.mmBytes, Temp: xn}
 	}
-	if err := e.op(l, "attn_norm", func() error { return d.RMSNorm(x, w.vecs[model.AttnNorm], xn, m.RMSEps) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "qkv", func() error {
-		return mm(xn, false, kernels.MatVecSeg{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]},
+	if err := e.op(l, "attn_norm+qkv", func() error {
+		o := op(x, kernels.MatVecSeg{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]},
 			kernels.MatVecSeg{W: w.mats[model.AttnK], Y: k, Bias: w.vecs[model.AttnKBias]},
 			kernels.MatVecSeg{W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]})
+		o.Norm, o.Eps = w.vecs[model.AttnNorm], m.RMSEps
+		return d.MatMuls(o)
 	}); err != nil {
 		return err
 	}
@@ -171,23 +171,23 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 		return err
 	}
 	if err := e.op(l, "attn_output+residual", func() error {
-		return mm(att, true, kernels.MatVecSeg{W: w.mats[model.AttnOut], Y: x})
+		o := op(att, kernels.MatVecSeg{W: w.mats[model.AttnOut], Y: x})
+		o.Accumulate = true
+		return d.MatMuls(o)
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "ffn_norm", func() error { return d.RMSNorm(x, w.vecs[model.FFNNorm], xn, m.RMSEps) }); err != nil {
-		return err
-	}
-	if err := e.op(l, "gate_up", func() error {
-		return mm(xn, false, kernels.MatVecSeg{W: w.mats[model.FFNGate], Y: gate}, kernels.MatVecSeg{W: w.mats[model.FFNUp], Y: up})
+	if err := e.op(l, "ffn_norm+gate_up", func() error {
+		o := op(x, kernels.MatVecSeg{W: w.mats[model.FFNGate], Y: gate}, kernels.MatVecSeg{W: w.mats[model.FFNUp], Y: up})
+		o.Norm, o.Eps = w.vecs[model.FFNNorm], m.RMSEps
+		return d.MatMuls(o)
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "swiglu", func() error { return d.SwiGLU(gate, up, gate) }); err != nil {
-		return err
-	}
-	return e.op(l, "ffn_down+residual", func() error {
-		return mm(gate, true, kernels.MatVecSeg{W: w.mats[model.FFNDown], Y: x})
+	return e.op(l, "swiglu+ffn_down+residual", func() error {
+		o := op(gate, kernels.MatVecSeg{W: w.mats[model.FFNDown], Y: x})
+		o.Up, o.Accumulate, o.Temp = up, true, gate
+		return d.MatMuls(o)
 	})
 }
 

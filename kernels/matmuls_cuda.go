@@ -8,19 +8,28 @@ import (
 	"llmserve/internal/cuda"
 )
 
-// MatMulsOp is the products of one input X (B × Cols f32, any B ≥ 1) with
-// one to three matrices of Cols columns, each written to (or, with
-// Accumulate, added to) its Seg's Y, plus its Bias when set. It is the
-// product of the steps of many tokens: matrices of a type the tensor-core
-// kernels read (MatMulSupports) run there, X rounded to 8 bits once into
-// Scratch for all of them; the others run on the matrix-vector kernels in
-// chunks of MaxBatch rows.
+// MatMulsOp is the products of one input with one to three matrices of
+// Cols columns, each written to (or, with Accumulate, added to) its Seg's
+// Y, plus its Bias when set. The input is X (B × Cols f32, any B ≥ 1), or
+// X RMS-normalized and scaled by Norm (when its Ptr is set, with Eps), or
+// silu(X)·Up (when Up's Ptr is set: SwiGLU of a gate and an up product).
+//
+// It is the product of the steps of many tokens: matrices of a type the
+// tensor-core kernels read (MatMulSupports) run there, the input computed
+// and rounded to 8 bits once into Scratch for all of them (one launch,
+// mmq_prep); the others run on the matrix-vector kernels in chunks of
+// MaxBatch rows, from the input written as f32 to Temp (B × Cols) first
+// when it is not X itself.
 type MatMulsOp struct {
 	Segs         []MatVecSeg
 	X            DevF32
+	Norm         DevF32
+	Eps          float32
+	Up           DevF32
 	Accumulate   bool
 	Scratch      cuda.DevPtr
 	ScratchBytes int64
+	Temp         DevF32
 }
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
@@ -32,6 +41,15 @@ func (op *MatMulsOp) check() error {
 		return fmt.Errorf("kernels: matmuls: %d matrices: want 1 to 3", len(op.Segs))
 	}
 	x := op.X
+	if op.Norm.Ptr != 0 && op.Up.Ptr != 0 {
+		return fmt.Errorf("kernels: matmuls: a norm and a SwiGLU input at once")
+	}
+	if op.Norm.Ptr != 0 && op.Norm.Len() != x.Cols {
+		return fmt.Errorf("kernels: matmuls: norm of %d values for rows of %d", op.Norm.Len(), x.Cols)
+	}
+	if op.Up.Ptr != 0 && (op.Up.Rows != x.Rows || op.Up.Cols != x.Cols) {
+		return fmt.Errorf("kernels: matmuls: up %d×%d for a gate of %d×%d", op.Up.Rows, op.Up.Cols, x.Rows, x.Cols)
+	}
 	for _, s := range op.Segs {
 		w, y := s.W, s.Y
 		if x.Cols != w.Cols || y.Cols != w.Rows || x.Rows != y.Rows || x.Rows < 1 {
@@ -50,10 +68,18 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	if err := op.check(); err != nil {
 		return err
 	}
-	quantized := false
+	mode := prepMode(op)
+	quantized, materialized := false, mode == prepPlain
+	x := op.X
 	for _, s := range op.Segs {
 		if !MatMulSupports(s.W) {
-			if err := d.matVecChunks(s, op.X, op.Accumulate); err != nil {
+			if !materialized {
+				if err := d.materialize(op); err != nil {
+					return err
+				}
+				x, materialized = op.Temp, true
+			}
+			if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
 				return err
 			}
 			continue
@@ -63,7 +89,11 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 			return err
 		}
 		if !quantized {
-			if err := d.quantizeRows(op.X, op.Scratch); err != nil {
+			in := op
+			if mode != prepPlain && materialized { // Temp holds the input, and X may be Temp
+				in.X, mode = x, prepPlain
+			}
+			if err := d.prep(in, mode); err != nil {
 				return err
 			}
 			quantized = true
@@ -78,6 +108,48 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		}
 	}
 	return nil
+}
+
+// The input modes of mmq_prep (mmq_prep.cu).
+const (
+	prepPlain = 0 // X
+	prepNorm  = 1 // RMSNorm(X)·Norm
+	prepGLU   = 2 // silu(X)·Up
+)
+
+func prepMode(op MatMulsOp) int {
+	switch {
+	case op.Norm.Ptr != 0:
+		return prepNorm
+	case op.Up.Ptr != 0:
+		return prepGLU
+	}
+	return prepPlain
+}
+
+// prep computes op's input and rounds it into op.Scratch in one launch.
+func (d *Device) prep(op MatMulsOp, mode int) error {
+	B, cols := op.X.Rows, op.X.Cols
+	kpad := mmqKPad(cols)
+	xq, xd := op.Scratch, op.Scratch.Add(int64(B)*int64(kpad))
+	return d.launch("mmq_prep", cuda.Dim3{X: B}, cuda.Dim3{X: 256}, 0,
+		cuda.P(op.X.Ptr), cuda.P(op.Up.Ptr), cuda.P(op.Norm.Ptr), cuda.P(xq), cuda.P(xd),
+		cuda.I(cols), cuda.I(kpad), cuda.F(op.Eps), cuda.I(mode))
+}
+
+// materialize writes op's input (normalized, or SwiGLU) to op.Temp as f32
+// for the matrix-vector kernels.
+func (d *Device) materialize(op MatMulsOp) error {
+	t := op.Temp
+	if t.Ptr == 0 || t.Rows < op.X.Rows || t.Cols != op.X.Cols {
+		return fmt.Errorf("kernels: matmuls: a %v matrix runs on the matrix-vector kernels, which need the input in Temp (%d×%d), not %d×%d",
+			op.Segs[0].W.Type, op.X.Rows, op.X.Cols, t.Rows, t.Cols)
+	}
+	t.Rows = op.X.Rows
+	if op.Norm.Ptr != 0 {
+		return d.RMSNorm(op.X, op.Norm, t, op.Eps)
+	}
+	return d.SwiGLU(op.X, op.Up, t)
 }
 
 // matVecChunks runs the product of s with x on the matrix-vector kernels,
@@ -99,18 +171,8 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 	return DevF32{Ptr: t.Ptr.Add(int64(lo) * int64(t.Cols) * 4), Rows: n, Cols: t.Cols}
 }
 
-// quantizeRows rounds x to the 8-bit blocks the tensor-core products read,
-// into scratch (MatMulScratchBytes(x.Rows, x.Cols) bytes).
-func (d *Device) quantizeRows(x DevF32, scratch cuda.DevPtr) error {
-	B, cols := x.Rows, x.Cols
-	kpad := mmqKPad(cols)
-	xq, xd := scratch, scratch.Add(int64(B)*int64(kpad))
-	return d.launch("mmq_quantize", cuda.Dim3{X: ceilDiv(kpad/32, 8), Y: B}, cuda.Dim3{X: 256}, 0,
-		cuda.P(x.Ptr), cuda.P(xq), cuda.P(xd), cuda.I(cols), cuda.I(kpad), cuda.I(B))
-}
-
 // mmqProduct launches the product of op (checked) on activations already
-// rounded into op.Scratch by quantizeRows.
+// rounded into op.Scratch (prep).
 func (d *Device) mmqProduct(op MatMulOp) error {
 	kind := mmqKind(op.W)
 	tile := mmqTileFor(kind, op.X.Rows)

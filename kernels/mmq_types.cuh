@@ -1,0 +1,70 @@
+// mmq_types.cuh: the shared-memory stage layouts (WLayout<T>, see mmq.cu)
+// of Q6_K, whose scales are per 16 values (read by frag16), in the wide
+// layout and as stored. Included by mmq.cu after its own layouts.
+//
+// Q6_K blocks (210 bytes) leave their rows only 2-byte aligned, so a
+// stage copies each field it needs (a section) as the 4-byte words that
+// cover it from its start rounded down to 4 bytes (load_w), and keeps that
+// offset o (0 or 2; the same for every field of a block, all at 4-byte
+// multiples in it) in byte obyte of the stage row; frag16 reads the field
+// at its section plus o.
+
+// h2f_at reads an f16 from a 2-byte aligned shared address.
+static __device__ __forceinline__ float h2f_at(const uint8_t *p) { return __half2float(*(const __half *)p); }
+
+// q6_frag reads block j (0..3) of a stage of Q6_K, a half super-block
+// (128 values): ql its 64 bytes of low nibbles, qh its 32 bytes of high
+// bits, sc its 8 int8 scales, d the f16 block scale. Value l (< 32) of
+// block j is nibble j/2 of ql[32(j%2) + l] with bits 2j, 2j+1 of qh[l] on
+// top, less 32 (subtracted in the fragment: the values fit int8); values
+// 0..15 have scale sc[2j], 16..31 sc[2j+1]. U: the fields are only 2-byte
+// aligned.
+template <bool U>
+static __device__ __forceinline__ void q6_frag(const uint8_t *ql, const uint8_t *qh, const uint8_t *sc, const uint8_t *d,
+                                               int j, int t, int &lo, int &hi, float2 &dw) {
+  const uint8_t *l = ql + 32 * (j & 1);
+  const int sh = 4 * (j >> 1), hs = 2 * j;
+  const int l0 = U ? ld32u(l + 4 * t) : *(const int *)(l + 4 * t);
+  const int l1 = U ? ld32u(l + 16 + 4 * t) : *(const int *)(l + 16 + 4 * t);
+  const int h0 = U ? ld32u(qh + 4 * t) : *(const int *)(qh + 4 * t);
+  const int h1 = U ? ld32u(qh + 16 + 4 * t) : *(const int *)(qh + 16 + 4 * t);
+  lo = __vsub4(((l0 >> sh) & 0x0F0F0F0F) | (((h0 >> hs) & 0x03030303) << 4), 0x20202020);
+  hi = __vsub4(((l1 >> sh) & 0x0F0F0F0F) | (((h1 >> hs) & 0x03030303) << 4), 0x20202020);
+  const float dd = h2f_at(d);
+  dw = make_float2(dd * (float)(int8_t)sc[2 * j], dd * (float)(int8_t)sc[2 * j + 1]);
+}
+
+// Q6_K wide (224-byte blocks: ql[128], qh[64], scales[16], d at 0, 128,
+// 192, 208). A stage row: the half's ql (64 bytes), its qh (32), all the
+// scales (16), then d and 14 bytes of padding; eight 16-byte chunks.
+template <> struct WLayout<MMQ_T_Q6_K + MMQ_T_WIDE> {
+  static constexpr int stride = 144; // 128 bytes, padded
+  static constexpr bool has_min = false, sub16 = true;
+  static __device__ __forceinline__ void frag16(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float2 &dw, float2 &mw) {
+    q6_frag<false>(row, row + 64, row + 96 + 8 * h, row + 112, j, t, lo, hi, dw);
+    mw = make_float2(0.0f, 0.0f);
+  }
+};
+
+// Q6_K as stored (210-byte blocks, fields as wide). Sections: the half's
+// ql (64 bytes at 64h, 17 words, stored at 0), its qh (32 at 128 + 32h, 9
+// words, at 68), the scales and d (18 at 192, 5 words, at 104); o at 124.
+template <> struct WLayout<MMQ_T_Q6_K> {
+  static constexpr int stride = 144; // 125 bytes, padded
+  static constexpr int bytes = 210, words = 31, obyte = 124;
+  static constexpr bool has_min = false, sub16 = true;
+  static __device__ __forceinline__ void section(int u, int h, int &off, int &len, int &at, int &w) {
+    if (u < 17) {
+      off = 64 * h, len = 64, at = 0, w = u;
+    } else if (u < 26) {
+      off = 128 + 32 * h, len = 32, at = 68, w = u - 17;
+    } else {
+      off = 192, len = 18, at = 104, w = u - 26;
+    }
+  }
+  static __device__ __forceinline__ void frag16(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float2 &dw, float2 &mw) {
+    const int o = row[obyte];
+    q6_frag<true>(row + o, row + 68 + o, row + 104 + o + 8 * h, row + 120 + o, j, t, lo, hi, dw);
+    mw = make_float2(0.0f, 0.0f);
+  }
+};

@@ -1,6 +1,6 @@
 // mmq.cu: matrix-matrix products Y[B×rows] = X[B×cols] · Wᵀ on the tensor
-// cores, for quantized W (Q4_0, Q8_0, Q4_K, Q5_K and Q6_K as stored, Q6_K
-// and Q8_0 in the wide layout of kernels/wide.go), with int8 mma.sync (m16n8k32 and m16n8k16, sm_80 and
+// cores, for quantized W (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and
+// Q6_K as stored, Q6_K and Q8_0 in the wide layout of kernels/wide.go), with int8 mma.sync (m16n8k32 and m16n8k16, sm_80 and
 // newer).
 //
 // Two launches:
@@ -36,6 +36,9 @@
 
 // Type codes, as gguf.Type (and T_WIDE in mvq.cu for the wide layout).
 #define MMQ_T_Q4_0 2
+#define MMQ_T_Q4_1 3
+#define MMQ_T_Q5_0 6
+#define MMQ_T_Q5_1 7
 #define MMQ_T_Q8_0 8
 #define MMQ_T_Q4_K 12
 #define MMQ_T_Q5_K 13
@@ -211,8 +214,9 @@ template <> struct WLayout<MMQ_T_Q5_K> {
 // mmq_layout writes sizeof(MmqParams) and the offset of each field, in
 // declaration order, to out[0..11], then the shared-memory strides the Go
 // side sizes the stages with (WLayout<T>::stride in the order of mmqKinds
-// in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K, Q5_K, wide Q6_K, Q6_K;
-// then MMQ_XSTRIDE) to out[12..19], for the layout test.
+// in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K, Q5_K, wide Q6_K, Q6_K,
+// Q4_1, Q5_0, Q5_1; then MMQ_XSTRIDE) to out[12..22], for the layout
+// test.
 extern "C" __global__ void mmq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmqParams);
@@ -234,7 +238,10 @@ extern "C" __global__ void mmq_layout(int *out) {
   out[16] = WLayout<MMQ_T_Q5_K>::stride;
   out[17] = WLayout<MMQ_T_Q6_K + MMQ_T_WIDE>::stride;
   out[18] = WLayout<MMQ_T_Q6_K>::stride;
-  out[19] = MMQ_XSTRIDE;
+  out[19] = WLayout<MMQ_T_Q4_1>::stride;
+  out[20] = WLayout<MMQ_T_Q5_0>::stride;
+  out[21] = WLayout<MMQ_T_Q5_1>::stride;
+  out[22] = MMQ_XSTRIDE;
 }
 
 // Stage is one k stage of both tiles in shared memory (dynamic; the Go
@@ -278,7 +285,7 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
   const int tid = threadIdx.x;
   const int kb0 = s * MMQ_KB;
   constexpr int S = WLayout<T>::stride;
-  if constexpr (T == MMQ_T_Q4_0 || T == MMQ_T_Q8_0) {
+  if constexpr (T == MMQ_T_Q4_0 || T == MMQ_T_Q8_0 || T == MMQ_T_Q4_1 || T == MMQ_T_Q5_0 || T == MMQ_T_Q5_1) {
     // The stage's blocks as raw bytes, in 4-byte words.
     constexpr int words = MMQ_KB * WLayout<T>::block / 4;
     const int valid = (min(MMQ_KB, p.cols / 32 - kb0) * WLayout<T>::block) / 4;
@@ -575,3 +582,6 @@ MMQ_KERNELS(mmq_q4_k, MMQ_T_Q4_K)
 MMQ_KERNELS(mmq_q5_k, MMQ_T_Q5_K)
 MMQ_KERNELS(mmq_q6_k_wide, MMQ_T_Q6_K + MMQ_T_WIDE)
 MMQ_KERNELS(mmq_q6_k, MMQ_T_Q6_K)
+MMQ_KERNELS(mmq_q4_1, MMQ_T_Q4_1)
+MMQ_KERNELS(mmq_q5_0, MMQ_T_Q5_0)
+MMQ_KERNELS(mmq_q5_1, MMQ_T_Q5_1)

@@ -85,7 +85,7 @@ func TestGPUMatMul(t *testing.T) {
 		wide bool
 	}
 	kinds := []kind{
-		{gguf.TypeQ4_0, false},
+		{gguf.TypeQ4_0, false}, {gguf.TypeQ4_1, false}, {gguf.TypeQ5_0, false}, {gguf.TypeQ5_1, false},
 		{gguf.TypeQ8_0, false}, {gguf.TypeQ8_0, true},
 		{gguf.TypeQ4_K, false}, {gguf.TypeQ5_K, false},
 		{gguf.TypeQ6_K, false}, {gguf.TypeQ6_K, true},
@@ -279,7 +279,7 @@ func BenchmarkGPUMatMul(b *testing.B) {
 	const B = 512
 	for _, shape := range [][2]int{{4096, 4096}, {14336, 4096}} {
 		rows, cols := shape[0], shape[1]
-		for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ8_0,
+		for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
 			gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 			rng := rand.New(rand.NewPCG(5, uint64(typ)))
 			g := newBuffers(b)

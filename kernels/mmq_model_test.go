@@ -29,7 +29,8 @@ var mmqModelKinds = []struct {
 	wide   bool
 	stride int
 }{
-	{gguf.TypeQ6_K, true, 144}, {gguf.TypeQ6_K, false, 144},
+	{gguf.TypeQ6_K, true, 144}, {gguf.TypeQ6_K, false, 144}, {gguf.TypeQ4_1, false, 80}, {gguf.TypeQ5_0, false, 112},
+	{gguf.TypeQ5_1, false, 112},
 }
 
 func mmqLd32(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }

@@ -1,5 +1,6 @@
 // mmq_types.cuh: the shared-memory stage layouts (WLayout<T>, see mmq.cu)
-// of Q6_K, whose scales are per 16 values (read by frag16), in the wide
+// of Q4_1, Q5_0 and Q5_1 (32-value blocks, read by frag like Q4_0), and of
+// Q6_K, whose scales are per 16 values (read by frag16), in the wide
 // layout and as stored. Included by mmq.cu after its own layouts.
 //
 // Q6_K blocks (210 bytes) leave their rows only 2-byte aligned, so a
@@ -11,6 +12,61 @@
 
 // h2f_at reads an f16 from a 2-byte aligned shared address.
 static __device__ __forceinline__ float h2f_at(const uint8_t *p) { return __half2float(*(const __half *)p); }
+
+// spread4 moves bits 0..3 of x to bit 4 of bytes 0..3 (the fifth bits of
+// four Q5_0 or Q5_1 values): the four shifted copies of x do not overlap,
+// so the product carries nothing.
+static __device__ __forceinline__ int spread4(uint32_t x) { return (int)(((x * 0x00204081u) & 0x01010101u) << 4); }
+
+// Q4_1 as stored: 20-byte blocks (f16 d, f16 m, 16 bytes of nibbles as
+// Q4_0), w = d·q + m: the min is −m.
+template <> struct WLayout<MMQ_T_Q4_1> {
+  static constexpr int block = 20;
+  static constexpr int stride = 80; // 80 bytes of blocks
+  static constexpr bool has_min = true, sub16 = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *blk = row + j * 20;
+    const int q = ld32u(blk + 4 + 4 * t);
+    lo = q & 0x0F0F0F0F;
+    hi = (q >> 4) & 0x0F0F0F0F;
+    dw = h2f_at(blk);
+    mw = -h2f_at(blk + 2);
+  }
+};
+
+// Q5_0 as stored: 22-byte blocks (f16 d, qh[4]: bit l is the fifth bit of
+// value l, 16 bytes of nibbles as Q4_0), w = d·(q − 16).
+template <> struct WLayout<MMQ_T_Q5_0> {
+  static constexpr int block = 22;
+  static constexpr int stride = 112; // 88 bytes of blocks, padded
+  static constexpr bool has_min = false, sub16 = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *blk = row + j * 22;
+    const uint32_t qh = (uint32_t)ld32u(blk + 2);
+    const int q = ld32u(blk + 6 + 4 * t);
+    lo = __vsub4((q & 0x0F0F0F0F) | spread4((qh >> (4 * t)) & 15), 0x10101010);
+    hi = __vsub4(((q >> 4) & 0x0F0F0F0F) | spread4((qh >> (16 + 4 * t)) & 15), 0x10101010);
+    dw = h2f_at(blk);
+    mw = 0.0f;
+  }
+};
+
+// Q5_1 as stored: 24-byte blocks (f16 d, f16 m, qh[4], 16 bytes of
+// nibbles), w = d·q + m.
+template <> struct WLayout<MMQ_T_Q5_1> {
+  static constexpr int block = 24;
+  static constexpr int stride = 112; // 96 bytes of blocks, padded
+  static constexpr bool has_min = true, sub16 = false;
+  static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
+    const uint8_t *blk = row + j * 24;
+    const uint32_t qh = (uint32_t)ld32u(blk + 4);
+    const int q = ld32u(blk + 8 + 4 * t);
+    lo = (q & 0x0F0F0F0F) | spread4((qh >> (4 * t)) & 15);
+    hi = ((q >> 4) & 0x0F0F0F0F) | spread4((qh >> (16 + 4 * t)) & 15);
+    dw = h2f_at(blk);
+    mw = -h2f_at(blk + 2);
+  }
+};
 
 // q6_frag reads block j (0..3) of a stage of Q6_K, a half super-block
 // (128 values): ql its 64 bytes of low nibbles, qh its 32 bytes of high

@@ -1,6 +1,7 @@
 // mmq.cu: matrix-matrix products Y[B×rows] = X[B×cols] · Wᵀ on the tensor
-// cores, for quantized W (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and
-// Q6_K as stored, Q6_K and Q8_0 in the wide layout of kernels/wide.go), with int8 mma.sync (m16n8k32 and m16n8k16, sm_80 and
+// cores, for quantized W (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
+// Q5_K and Q6_K as stored, Q6_K and Q8_0 in the wide layout of
+// kernels/wide.go), with int8 mma.sync (m16n8k32 and m16n8k16, sm_80 and
 // newer).
 //
 // Two launches:
@@ -19,9 +20,11 @@
 //     the 32-value block types, Q4_K and Q5_K), so its int32 result is
 //     scaled by d_w·d_x and added to f32 accumulators, less m_w·d_x·Σq_x
 //     for the types with mins.
-//     Q6_K has a scale per 16 values: each block is two m16n8k16 products
-//     (the halves of the m16n8k32 fragments), each scaled by its own d_w
-//     (compute_stage16).
+//     Q2_K, Q3_K and Q6_K have a scale (and Q2_K a min) per 16 values:
+//     each block is two m16n8k16 products (the halves of the m16n8k32
+//     fragments), each scaled by its own d_w; Q2_K's mins take the sums of
+//     the 16-value halves of X's block, which one m16n8k32 product of X
+//     with a constant 0/1 tile yields (compute_stage16).
 //     The epilogue writes Y, or adds to it (accumulate: the residual
 //     connection).
 //
@@ -40,6 +43,8 @@
 #define MMQ_T_Q5_0 6
 #define MMQ_T_Q5_1 7
 #define MMQ_T_Q8_0 8
+#define MMQ_T_Q2_K 10
+#define MMQ_T_Q3_K 11
 #define MMQ_T_Q4_K 12
 #define MMQ_T_Q5_K 13
 #define MMQ_T_Q6_K 14
@@ -47,8 +52,8 @@
 
 // MmqParams is one product. Pointers are device addresses; w must be
 // 16-byte aligned, cols a multiple of 64 (of 256 for the K-quants);
-// row_bytes is a multiple of 4 but for Q6_K as stored (210-byte blocks),
-// whose rows are only 2-byte aligned.
+// row_bytes is a multiple of 4 but for Q3_K and Q6_K as stored (110 and
+// 210-byte blocks), whose rows are only 2-byte aligned.
 struct MmqParams {
   const uint8_t *w;  // rows × row_bytes: the weights, in their storage layout
   const int8_t *xq;  // batch × kpad: X rounded to 8 bits (mmq_quantize)
@@ -215,8 +220,8 @@ template <> struct WLayout<MMQ_T_Q5_K> {
 // declaration order, to out[0..11], then the shared-memory strides the Go
 // side sizes the stages with (WLayout<T>::stride in the order of mmqKinds
 // in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K, Q5_K, wide Q6_K, Q6_K,
-// Q4_1, Q5_0, Q5_1; then MMQ_XSTRIDE) to out[12..22], for the layout
-// test.
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K; then MMQ_XSTRIDE) to out[12..24], for the
+// layout test.
 extern "C" __global__ void mmq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmqParams);
@@ -241,7 +246,9 @@ extern "C" __global__ void mmq_layout(int *out) {
   out[19] = WLayout<MMQ_T_Q4_1>::stride;
   out[20] = WLayout<MMQ_T_Q5_0>::stride;
   out[21] = WLayout<MMQ_T_Q5_1>::stride;
-  out[22] = MMQ_XSTRIDE;
+  out[22] = WLayout<MMQ_T_Q2_K>::stride;
+  out[23] = WLayout<MMQ_T_Q3_K>::stride;
+  out[24] = MMQ_XSTRIDE;
 }
 
 // Stage is one k stage of both tiles in shared memory (dynamic; the Go
@@ -317,7 +324,18 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
       const bool ok = r < p.rows;
       cp_async<16>(dst + i * S + 16 * c, ok ? blk + off : p.w, ok);
     }
-  } else if constexpr (T == MMQ_T_Q6_K) {
+  } else if constexpr (T == MMQ_T_Q2_K) {
+    // The half's 8 scale bytes (2 words), its 32 bytes of qs (8), d and
+    // dmin (1): all at 4-byte multiples of the 84-byte block.
+    const int sb = s >> 1, half = s & 1;
+    for (int idx = tid; idx < BM * 11; idx += THREADS) {
+      const int i = idx / 11, u = idx % 11, r = bm + i;
+      const uint8_t *blk = p.w + (size_t)r * p.row_bytes + (size_t)sb * 84;
+      const int off = u < 2 ? 8 * half + 4 * u : u < 10 ? 16 + 32 * half + 4 * (u - 2) : 80;
+      const bool ok = r < p.rows;
+      cp_async<4>(dst + i * S + 4 * u, ok ? blk + off : p.w, ok);
+    }
+  } else if constexpr (T == MMQ_T_Q3_K || T == MMQ_T_Q6_K) {
     // 2-byte aligned blocks: each section (WLayout::section) as the words
     // that cover it from its start rounded down to 4 bytes, and that
     // offset o in byte obyte of the row (a plain store: the buffer is not
@@ -585,3 +603,5 @@ MMQ_KERNELS(mmq_q6_k, MMQ_T_Q6_K)
 MMQ_KERNELS(mmq_q4_1, MMQ_T_Q4_1)
 MMQ_KERNELS(mmq_q5_0, MMQ_T_Q5_0)
 MMQ_KERNELS(mmq_q5_1, MMQ_T_Q5_1)
+MMQ_KERNELS(mmq_q2_k, MMQ_T_Q2_K)
+MMQ_KERNELS(mmq_q3_k, MMQ_T_Q3_K)

@@ -87,7 +87,7 @@ func TestGPUMatMul(t *testing.T) {
 	kinds := []kind{
 		{gguf.TypeQ4_0, false}, {gguf.TypeQ4_1, false}, {gguf.TypeQ5_0, false}, {gguf.TypeQ5_1, false},
 		{gguf.TypeQ8_0, false}, {gguf.TypeQ8_0, true},
-		{gguf.TypeQ4_K, false}, {gguf.TypeQ5_K, false},
+		{gguf.TypeQ2_K, false}, {gguf.TypeQ3_K, false}, {gguf.TypeQ4_K, false}, {gguf.TypeQ5_K, false},
 		{gguf.TypeQ6_K, false}, {gguf.TypeQ6_K, true},
 	}
 	shapes := [][2]int{{1, 320}, {1, 256}, {33, 768}, {100, 320}, {100, 1280}, {67, 320}, {130, 1088}, {67, 512}, {200, 768}, {2048, 2048}, {8192, 2048}}
@@ -280,7 +280,7 @@ func BenchmarkGPUMatMul(b *testing.B) {
 	for _, shape := range [][2]int{{4096, 4096}, {14336, 4096}} {
 		rows, cols := shape[0], shape[1]
 		for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
-			gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+			gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 			rng := rand.New(rand.NewPCG(5, uint64(typ)))
 			g := newBuffers(b)
 			data := randomRows(rng, typ, rows, cols)

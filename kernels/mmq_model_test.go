@@ -30,7 +30,7 @@ var mmqModelKinds = []struct {
 	stride int
 }{
 	{gguf.TypeQ6_K, true, 144}, {gguf.TypeQ6_K, false, 144}, {gguf.TypeQ4_1, false, 80}, {gguf.TypeQ5_0, false, 112},
-	{gguf.TypeQ5_1, false, 112},
+	{gguf.TypeQ5_1, false, 112}, {gguf.TypeQ2_K, false, 48}, {gguf.TypeQ3_K, false, 112},
 }
 
 func mmqLd32(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }

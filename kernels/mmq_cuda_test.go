@@ -73,7 +73,8 @@ var mmqBatches = []int{1, 2, 3, 7, 9, 63, 65, 127, 511, 512, 513}
 // reference with the same 8-bit activations; ≤ 1e-3 against the f32
 // activations (rounding to 8 bits costs about 2e-5 on normal values, but
 // every row of W sees the same rounding of an activation row, so a small
-// batch's figure varies widely: 1.1e-4 was seen on Q4_K at B=1). Large
+// batch's figure varies widely: 1.1e-4 was seen on Q4_K at B=1; checked
+// on products of at least mmqMinF32Values values). Large
 // shapes are checked on their first and last rows and 48 random ones, and
 // for unwritten values everywhere. Y = X·Wᵀ is written, and added to Y
 // (Residual) at two batches. Every product must equal, bit for bit, the
@@ -177,8 +178,11 @@ func TestGPUMatMul(t *testing.T) {
 									}
 								}
 								checkNMSE(t, "8-bit activations", got, q, 1e-6)
-								checkNMSE(t, "f32 activations", got, f, 1e-3)
-								worstQ, worstF = max(worstQ, gpuNMSE(got, q)), max(worstF, gpuNMSE(got, f))
+								worstQ = max(worstQ, gpuNMSE(got, q))
+								if len(got) >= mmqMinF32Values {
+									checkNMSE(t, "f32 activations", got, f, 1e-3)
+									worstF = max(worstF, gpuNMSE(got, f))
+								}
 							})
 						}
 					}
@@ -188,6 +192,16 @@ func TestGPUMatMul(t *testing.T) {
 		}
 	}
 }
+
+// mmqMinF32Values is the fewest values a product's NMSE against the f32
+// activations is checked on: the rounding error of a value is about 0.5%
+// of the size of its terms, so one value that its terms happen to cancel
+// to near zero has a large NMSE on its own (the CPU references of the
+// one value of the 1×256 Q6_K product at B=1 are 0.08 apart in NMSE), while the
+// NMSE of 64 values or more is the rounding's (at most 1.1e-4 on these
+// shapes and seeds, from the CPU references).
+// Smaller products are still held to 1e-6 against the 8-bit activations.
+const mmqMinF32Values = 64
 
 // mmqCheckedRows is every row of a small matrix, or the first and last 8
 // rows and 48 random ones of a large one.

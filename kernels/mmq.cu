@@ -517,15 +517,17 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
         int cl[4], ch[4];
         mma_s8_k16(cl, a[mi][0], a[mi][1], b[0]);
         mma_s8_k16(ch, a[mi][2], a[mi][3], b[1]);
+        // Rounding steps spelled out (no contraction left to the
+        // compiler), so every tile and batch sums the same way.
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           const float2 d = dw[mi][e >> 1];
-          float v = i2f(cl[e]) * d.x + i2f(ch[e]) * d.y;
+          float v = __fmaf_rn(i2f(ch[e]), d.y, __fmul_rn(i2f(cl[e]), d.x));
           if constexpr (L::has_min) {
             const float2 m = mw[mi][e >> 1];
-            v -= m.x * hs[e & 1] + m.y * hs[2 + (e & 1)];
+            v = __fsub_rn(v, __fmaf_rn(m.y, hs[2 + (e & 1)], __fmul_rn(m.x, hs[e & 1])));
           }
-          acc[mi][ni][e] += v * xs[e & 1];
+          acc[mi][ni][e] = __fmaf_rn(v, xs[e & 1], acc[mi][ni][e]);
         }
       }
     }

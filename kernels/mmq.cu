@@ -1,6 +1,7 @@
 // mmq.cu: matrix-matrix products Y[B×rows] = X[B×cols] · Wᵀ on the tensor
-// cores, for quantized W (Q4_0 and Q8_0 as stored, Q8_0 in the wide layout
-// of kernels/wide.go, Q4_K, Q5_K), with int8 mma.sync (m16n8k32, sm_80 and
+// cores, for quantized W (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
+// Q5_K and Q6_K as stored, Q6_K and Q8_0 in the wide layout of
+// kernels/wide.go), with int8 mma.sync (m16n8k32 and m16n8k16, sm_80 and
 // newer).
 //
 // Two launches:
@@ -16,8 +17,14 @@
 //     whose W and X tiles are copied to shared memory with cp.async, two
 //     stages in flight (double buffering). One m16n8k32 product is exactly
 //     one 32-value block (all of whose weights share a scale and a min in
-//     every type here), so its int32 result is scaled by d_w·d_x and added
-//     to f32 accumulators, less m_w·d_x·Σq_x for the types with mins.
+//     the 32-value block types, Q4_K and Q5_K), so its int32 result is
+//     scaled by d_w·d_x and added to f32 accumulators, less m_w·d_x·Σq_x
+//     for the types with mins.
+//     Q2_K, Q3_K and Q6_K have a scale (and Q2_K a min) per 16 values:
+//     each block is two m16n8k16 products (the halves of the m16n8k32
+//     fragments), each scaled by its own d_w; Q2_K's mins take the sums of
+//     the 16-value halves of X's block, which one m16n8k32 product of X
+//     with a constant 0/1 tile yields (compute_stage16).
 //     The epilogue writes Y, or adds to it (accumulate: the residual
 //     connection).
 //
@@ -32,13 +39,21 @@
 
 // Type codes, as gguf.Type (and T_WIDE in mvq.cu for the wide layout).
 #define MMQ_T_Q4_0 2
+#define MMQ_T_Q4_1 3
+#define MMQ_T_Q5_0 6
+#define MMQ_T_Q5_1 7
 #define MMQ_T_Q8_0 8
+#define MMQ_T_Q2_K 10
+#define MMQ_T_Q3_K 11
 #define MMQ_T_Q4_K 12
 #define MMQ_T_Q5_K 13
+#define MMQ_T_Q6_K 14
 #define MMQ_T_WIDE 256
 
 // MmqParams is one product. Pointers are device addresses; w must be
-// 16-byte aligned, row_bytes a multiple of 4 (cols a multiple of 64).
+// 16-byte aligned, cols a multiple of 64 (of 256 for the K-quants);
+// row_bytes is a multiple of 4 but for Q3_K and Q6_K as stored (110 and
+// 210-byte blocks), whose rows are only 2-byte aligned.
 struct MmqParams {
   const uint8_t *w;  // rows × row_bytes: the weights, in their storage layout
   const int8_t *xq;  // batch × kpad: X rounded to 8 bits (mmq_quantize)
@@ -92,7 +107,9 @@ extern "C" __global__ void mmq_quantize(const float *__restrict__ x, int8_t *__r
 // (lo) and 16+4t..16+4t+3 (hi), the block's scale dw and, for types with
 // a min (has_min), the min mw that the block's values are offset by (w =
 // dw·q − mw). h is the stage's parity (which half of a 256-value
-// super-block it holds).
+// super-block it holds). The layouts with 16-value scales (sub16) have
+// frag16 instead, whose dw and mw are float2: those of values 0..15 (x)
+// and 16..31 (y) of the block.
 template <int T> struct WLayout;
 
 // ld32u reads a 32-bit word from a 2-byte aligned shared address.
@@ -118,7 +135,7 @@ static __device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int
 template <> struct WLayout<MMQ_T_Q4_0> {
   static constexpr int block = 18;
   static constexpr int stride = 80; // 72 bytes of blocks, padded
-  static constexpr bool has_min = false;
+  static constexpr bool has_min = false, sub16 = false;
   static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
     const uint8_t *blk = row + j * 18;
     const int q = ld32u(blk + 2 + 4 * t);
@@ -134,7 +151,7 @@ template <> struct WLayout<MMQ_T_Q4_0> {
 template <> struct WLayout<MMQ_T_Q8_0> {
   static constexpr int block = 34;
   static constexpr int stride = 144; // 136 bytes of blocks, padded
-  static constexpr bool has_min = false;
+  static constexpr bool has_min = false, sub16 = false;
   static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
     const uint8_t *blk = row + j * 34;
     lo = ld32u(blk + 2 + 4 * t);
@@ -149,7 +166,7 @@ template <> struct WLayout<MMQ_T_Q8_0> {
 // chunk of 8 bytes).
 template <> struct WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE> {
   static constexpr int stride = 144;
-  static constexpr bool has_min = false;
+  static constexpr bool has_min = false, sub16 = false;
   static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int, int &lo, int &hi, float &dw, float &mw) {
     const int *q = (const int *)(row + j * 32);
     lo = q[t];
@@ -165,7 +182,7 @@ template <> struct WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE> {
 // bytes of qs of its four groups.
 template <> struct WLayout<MMQ_T_Q4_K> {
   static constexpr int stride = 80;
-  static constexpr bool has_min = true;
+  static constexpr bool has_min = true, sub16 = false;
   static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float &dw, float &mw) {
     const uint8_t *qs = row + 16 + 32 * (j >> 1);
     const int sh = 4 * (j & 1);
@@ -183,7 +200,7 @@ template <> struct WLayout<MMQ_T_Q4_K> {
 // 16-byte head, all of qh, and the 64 bytes of qs of its four groups.
 template <> struct WLayout<MMQ_T_Q5_K> {
   static constexpr int stride = 112;
-  static constexpr bool has_min = true;
+  static constexpr bool has_min = true, sub16 = false;
   static __device__ __forceinline__ void frag(const uint8_t *row, int j, int t, int h, int &lo, int &hi, float &dw, float &mw) {
     const uint8_t *qs = row + 48 + 32 * (j >> 1);
     const int sh = 4 * (j & 1), g = 4 * h + j;
@@ -197,10 +214,14 @@ template <> struct WLayout<MMQ_T_Q5_K> {
   }
 };
 
+#include "mmq_types.cuh"
+
 // mmq_layout writes sizeof(MmqParams) and the offset of each field, in
 // declaration order, to out[0..11], then the shared-memory strides the Go
-// side sizes the stages with (WLayout<T>::stride for Q4_0, Q8_0, wide
-// Q8_0, Q4_K, Q5_K, and MMQ_XSTRIDE) to out[12..17], for the layout test.
+// side sizes the stages with (WLayout<T>::stride in the order of mmqKinds
+// in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K, Q5_K, wide Q6_K, Q6_K,
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K; then MMQ_XSTRIDE) to out[12..24], for the
+// layout test.
 extern "C" __global__ void mmq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmqParams);
@@ -220,7 +241,14 @@ extern "C" __global__ void mmq_layout(int *out) {
   out[14] = WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE>::stride;
   out[15] = WLayout<MMQ_T_Q4_K>::stride;
   out[16] = WLayout<MMQ_T_Q5_K>::stride;
-  out[17] = MMQ_XSTRIDE;
+  out[17] = WLayout<MMQ_T_Q6_K + MMQ_T_WIDE>::stride;
+  out[18] = WLayout<MMQ_T_Q6_K>::stride;
+  out[19] = WLayout<MMQ_T_Q4_1>::stride;
+  out[20] = WLayout<MMQ_T_Q5_0>::stride;
+  out[21] = WLayout<MMQ_T_Q5_1>::stride;
+  out[22] = WLayout<MMQ_T_Q2_K>::stride;
+  out[23] = WLayout<MMQ_T_Q3_K>::stride;
+  out[24] = MMQ_XSTRIDE;
 }
 
 // Stage is one k stage of both tiles in shared memory (dynamic; the Go
@@ -246,6 +274,12 @@ template <int N> static __device__ __forceinline__ void cp_async(void *dst, cons
   }
 }
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// cp_async4n copies the first n (0..4) bytes of the 4-byte aligned word at
+// global src to shared dst and zero-fills the rest of the word (src is not
+// read when n is 0).
+static __device__ __forceinline__ void cp_async4n(void *dst, const void *src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(n));
+}
 template <int N> static __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
@@ -258,7 +292,7 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
   const int tid = threadIdx.x;
   const int kb0 = s * MMQ_KB;
   constexpr int S = WLayout<T>::stride;
-  if constexpr (T == MMQ_T_Q4_0 || T == MMQ_T_Q8_0) {
+  if constexpr (T == MMQ_T_Q4_0 || T == MMQ_T_Q8_0 || T == MMQ_T_Q4_1 || T == MMQ_T_Q5_0 || T == MMQ_T_Q5_1) {
     // The stage's blocks as raw bytes, in 4-byte words.
     constexpr int words = MMQ_KB * WLayout<T>::block / 4;
     const int valid = (min(MMQ_KB, p.cols / 32 - kb0) * WLayout<T>::block) / 4;
@@ -279,6 +313,53 @@ static __device__ __forceinline__ void load_w(const MmqParams &p, uint8_t *dst, 
       } else {
         cp_async<8>(dst + i * S + MMQ_KB * 32, ok ? row + p.cols + 2 * kb0 : p.w, ok);
       }
+    }
+  } else if constexpr (T == MMQ_T_Q6_K + MMQ_T_WIDE) {
+    // The half's ql (four 16-byte chunks) and qh (two), the scales, d.
+    const int sb = s >> 1, half = s & 1;
+    for (int idx = tid; idx < BM * 8; idx += THREADS) {
+      const int i = idx >> 3, c = idx & 7, r = bm + i;
+      const uint8_t *blk = p.w + (size_t)r * p.row_bytes + (size_t)sb * 224;
+      const int off = c < 4 ? 64 * half + 16 * c : c < 6 ? 128 + 32 * half + 16 * (c - 4) : 192 + 16 * (c - 6);
+      const bool ok = r < p.rows;
+      cp_async<16>(dst + i * S + 16 * c, ok ? blk + off : p.w, ok);
+    }
+  } else if constexpr (T == MMQ_T_Q2_K) {
+    // The half's 8 scale bytes (2 words), its 32 bytes of qs (8), d and
+    // dmin (1): all at 4-byte multiples of the 84-byte block.
+    const int sb = s >> 1, half = s & 1;
+    for (int idx = tid; idx < BM * 11; idx += THREADS) {
+      const int i = idx / 11, u = idx % 11, r = bm + i;
+      const uint8_t *blk = p.w + (size_t)r * p.row_bytes + (size_t)sb * 84;
+      const int off = u < 2 ? 8 * half + 4 * u : u < 10 ? 16 + 32 * half + 4 * (u - 2) : 80;
+      const bool ok = r < p.rows;
+      cp_async<4>(dst + i * S + 4 * u, ok ? blk + off : p.w, ok);
+    }
+  } else if constexpr (T == MMQ_T_Q3_K || T == MMQ_T_Q6_K) {
+    // 2-byte aligned blocks: each section (WLayout::section) as the words
+    // that cover it from its start rounded down to 4 bytes, and that
+    // offset o in byte obyte of the row (a plain store: the buffer is not
+    // read until the __syncthreads that follows the copies' wait). A
+    // word's bytes past the section are not read (they may lie past the
+    // matrix); those before it, when o is 2, lie in the matrix (w is
+    // 16-byte aligned).
+    using L = WLayout<T>;
+    const int sb = s >> 1, half = s & 1;
+    for (int idx = tid; idx < BM * L::words; idx += THREADS) {
+      const int i = idx / L::words, u = idx % L::words, r = bm + i;
+      int off, len, at, w;
+      L::section(u, half, off, len, at, w);
+      uint8_t *row = dst + i * S;
+      int o = 0, n = 0;
+      const uint8_t *word = p.w;
+      if (r < p.rows) {
+        const uint8_t *src = p.w + (size_t)r * p.row_bytes + (size_t)sb * L::bytes + off;
+        o = (int)((uintptr_t)src & 3);
+        n = min(4, max(0, o + len - 4 * w));
+        if (n > 0) word = src - o + 4 * w;
+      }
+      cp_async4n(row + at + 4 * w, word, n);
+      if (u == 0) row[L::obyte] = (uint8_t)o;
     }
   } else {
     // K-quants: the super-block's 16-byte head (and Q5_K's 32 bytes of
@@ -383,6 +464,76 @@ static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st,
   }
 }
 
+// mma_s8_k16 is c = a·b for a 16×16 int8 tile a (rows g, g+8 at word t:
+// the first or second half of an m16n8k32 A fragment) and a 16×8 tile b
+// (column g at word t), int32 results laid out as mma_s8's.
+static __device__ __forceinline__ void mma_s8_k16(int c[4], int a0, int a1, int b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b), "r"(0), "r"(0), "r"(0), "r"(0));
+#endif
+}
+
+// compute_stage16 is compute_stage for the layouts with a scale per 16
+// values (WLayout::sub16): each block's product is two m16n8k16 products,
+// values 0..15 (A words t, B word t) and 16..31 (A words t+4, B word t+4),
+// each scaled by its half's d_w before the block's d_x. For a layout with
+// mins, one m16n8k32 product of the X block with the constant A tile whose
+// rows 0..7 are ones at k 0..15 and rows 8..15 ones at k 16..31 gives the
+// sums of the block's halves per column: (g, 2t), (g, 2t+1) the first
+// half's of columns 2t, 2t+1, (g+8, ·) the second's.
+template <int T, int BM, int BN>
+static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &st, int h, int wr, int wc, float acc[2][4][4]) {
+  using L = WLayout<T>;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < MMQ_KB; j++) {
+    int a[2][4];
+    float2 dw[2][2], mw[2][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++) {
+      const uint8_t *r0 = st.w + (wr + mi * 16 + g) * L::stride;
+      const uint8_t *r1 = r0 + 8 * L::stride;
+      L::frag16(r0, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
+      L::frag16(r1, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ni++) {
+      const int *xr = (const int *)(st.x + (wc + ni * 8 + g) * MMQ_XSTRIDE + j * 32);
+      const int b[2] = {xr[t], xr[t + 4]};
+      const int c0 = wc + ni * 8 + 2 * t;
+      const float xs[2] = {st.xd[c0 * MMQ_KB + j].x, st.xd[(c0 + 1) * MMQ_KB + j].x};
+      float hs[4] = {}; // Σq of the halves: first of 2t, 2t+1, second of 2t, 2t+1
+      if constexpr (L::has_min) {
+        const int ones[4] = {0x01010101, 0, 0, 0x01010101};
+        int c[4];
+        mma_s8(c, ones, b);
+#pragma unroll
+        for (int e = 0; e < 4; e++) hs[e] = i2f(c[e]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < 2; mi++) {
+        int cl[4], ch[4];
+        mma_s8_k16(cl, a[mi][0], a[mi][1], b[0]);
+        mma_s8_k16(ch, a[mi][2], a[mi][3], b[1]);
+        // Rounding steps spelled out (no contraction left to the
+        // compiler), so every tile and batch sums the same way.
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float2 d = dw[mi][e >> 1];
+          float v = __fmaf_rn(i2f(ch[e]), d.y, __fmul_rn(i2f(cl[e]), d.x));
+          if constexpr (L::has_min) {
+            const float2 m = mw[mi][e >> 1];
+            v = __fsub_rn(v, __fmaf_rn(m.y, hs[2 + (e & 1)], __fmul_rn(m.x, hs[e & 1])));
+          }
+          acc[mi][ni][e] = __fmaf_rn(v, xs[e & 1], acc[mi][ni][e]);
+        }
+      }
+    }
+  }
+}
+
 // mmq is the product for weights of layout T in BM × BN tiles of Y, one
 // warp per 32 × 32 sub-tile; grid (ceil(rows/BM), ceil(batch/BN)),
 // 32·(BM/32)·(BN/32) threads, 2·sizeof(Stage<T, BM, BN>) bytes of dynamic
@@ -407,7 +558,11 @@ template <int T, int BM, int BN> static __device__ void mmq(const MmqParams &p) 
       cp_async_wait<0>();
     }
     __syncthreads();
-    compute_stage<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
+    if constexpr (WLayout<T>::sub16) {
+      compute_stage16<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
+    } else {
+      compute_stage<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
+    }
     __syncthreads(); // st[s & 1] is refilled with stage s+2 next
   }
   const int g = lane >> 2, t = lane & 3;
@@ -445,3 +600,10 @@ MMQ_KERNELS(mmq_q8_0, MMQ_T_Q8_0)
 MMQ_KERNELS(mmq_q8_0_wide, MMQ_T_Q8_0 + MMQ_T_WIDE)
 MMQ_KERNELS(mmq_q4_k, MMQ_T_Q4_K)
 MMQ_KERNELS(mmq_q5_k, MMQ_T_Q5_K)
+MMQ_KERNELS(mmq_q6_k_wide, MMQ_T_Q6_K + MMQ_T_WIDE)
+MMQ_KERNELS(mmq_q6_k, MMQ_T_Q6_K)
+MMQ_KERNELS(mmq_q4_1, MMQ_T_Q4_1)
+MMQ_KERNELS(mmq_q5_0, MMQ_T_Q5_0)
+MMQ_KERNELS(mmq_q5_1, MMQ_T_Q5_1)
+MMQ_KERNELS(mmq_q2_k, MMQ_T_Q2_K)
+MMQ_KERNELS(mmq_q3_k, MMQ_T_Q3_K)

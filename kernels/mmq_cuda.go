@@ -34,7 +34,10 @@ func (t mmqTile) threads() int { return 32 * (t.rows / 32) * (t.batch / 32) }
 var mmqKinds = []struct {
 	name   string
 	stride int
-}{{"q4_0", 80}, {"q8_0", 144}, {"q8_0_wide", 144}, {"q4_k", 80}, {"q5_k", 112}}
+}{
+	{"q4_0", 80}, {"q8_0", 144}, {"q8_0_wide", 144}, {"q4_k", 80}, {"q5_k", 112},
+	{"q6_k_wide", 144}, {"q6_k", 144}, {"q4_1", 80}, {"q5_0", 112}, {"q5_1", 112}, {"q2_k", 48}, {"q3_k", 112},
+}
 
 // mmqXStride is MMQ_XSTRIDE: the shared-memory row stride of a stage's
 // activations.
@@ -65,27 +68,39 @@ func mmqKernelNames() []string {
 
 // mmqTileFor is the tile MatMul uses for a batch of B rows of weights of
 // layout kind: the smallest that covers the batch up to 128 rows; past
-// that 128×128 for the legacy types and 64×128 for the K-quants. On the
-// H200 at B = 512 (BenchmarkGPUMatMul, TFLOP/s in tiles of 64×64, 64×128,
-// 128×128): Q8_0 4096×4096 110, 123, 139 and 14336×4096 117, 132, 136;
-// Q4_0 102, 114, 128 and 111, 123, 123; Q4_K 102, 104, 109 and 110, 109,
-// 104.
+// that 128×128 for the 32-value block types and 64×128 for the K-quants.
+// On the H200 at B = 512 (BenchmarkGPUMatMul, TFLOP/s in tiles of 64×64,
+// 64×128, 128×128): Q8_0 4096×4096 110, 123, 139 and 14336×4096 117, 132,
+// 136; Q4_0 102, 114, 128 and 111, 123, 123; Q4_K 102, 104, 109 and 110,
+// 109, 104. Q4_1, Q5_0 and Q5_1 follow Q4_0, and Q2_K, Q3_K and Q6_K
+// Q4_K (not measured yet; the 16-value types do twice the mma
+// instructions of a block and hold more registers, as Q4_K does).
 func mmqTileFor(kind string, B int) mmqTile {
 	switch {
 	case B <= 64:
 		return mmqTiles[0]
-	case B <= 128 || kind == "q4_k" || kind == "q5_k":
+	case B <= 128 || mmqKQuant(kind):
 		return mmqTiles[1]
 	}
 	return mmqTiles[2]
 }
 
+// mmqKQuant says whether kind is one of the 256-value super-block layouts.
+func mmqKQuant(kind string) bool {
+	switch kind {
+	case "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q6_k_wide":
+		return true
+	}
+	return false
+}
+
 // MatMulOp is one tensor-core product Y = X·Wᵀ (Y += X·Wᵀ with Residual):
 // X is B × W.Cols f32 activations, Y is B × W.Rows. X is first rounded to
 // 8-bit blocks of 32 values (d = max|v|/127, as MatVec does) into Scratch,
-// which holds MatMulScratchBytes(B, W.Cols) bytes. W is Q4_0 or Q8_0 (as
-// stored, or Q8_0 in the wide layout) with rows of a multiple of 64
-// values, or Q4_K or Q5_K (rows of whole 256-value blocks), at a 16-byte
+// which holds MatMulScratchBytes(B, W.Cols) bytes. W is Q4_0, Q4_1, Q5_0,
+// Q5_1 or Q8_0 (as stored, or Q8_0 in the wide layout) with rows of a
+// multiple of 64 values, or Q2_K, Q3_K, Q4_K, Q5_K or Q6_K (as stored, or
+// Q6_K in the wide layout; rows of whole 256-value blocks), at a 16-byte
 // aligned address.
 type MatMulOp struct {
 	W            DevMatrix
@@ -148,16 +163,39 @@ func mmqKind(w DevMatrix) string {
 		return ""
 	}
 	switch {
-	case w.Type == gguf.TypeQ4_0 && !w.Wide:
+	case w.Wide:
+		if !Widens(w.Type, w.Cols) {
+			return ""
+		}
+		switch w.Type {
+		case gguf.TypeQ8_0:
+			return "q8_0_wide"
+		case gguf.TypeQ6_K:
+			return "q6_k_wide"
+		}
+		return ""
+	case w.Type == gguf.TypeQ4_0:
 		return "q4_0"
-	case w.Type == gguf.TypeQ8_0 && !w.Wide:
+	case w.Type == gguf.TypeQ4_1:
+		return "q4_1"
+	case w.Type == gguf.TypeQ5_0:
+		return "q5_0"
+	case w.Type == gguf.TypeQ5_1:
+		return "q5_1"
+	case w.Type == gguf.TypeQ8_0:
 		return "q8_0"
-	case w.Type == gguf.TypeQ8_0 && w.Wide && Widens(w.Type, w.Cols):
-		return "q8_0_wide"
-	case w.Type == gguf.TypeQ4_K && !w.Wide && w.Cols%256 == 0:
+	case w.Cols%256 != 0:
+		return ""
+	case w.Type == gguf.TypeQ2_K:
+		return "q2_k"
+	case w.Type == gguf.TypeQ3_K:
+		return "q3_k"
+	case w.Type == gguf.TypeQ4_K:
 		return "q4_k"
-	case w.Type == gguf.TypeQ5_K && !w.Wide && w.Cols%256 == 0:
+	case w.Type == gguf.TypeQ5_K:
 		return "q5_k"
+	case w.Type == gguf.TypeQ6_K:
+		return "q6_k"
 	}
 	return ""
 }
@@ -166,7 +204,7 @@ func (op *MatMulOp) check() (string, error) {
 	w, x, y := op.W, op.X, op.Y
 	name := mmqKind(w)
 	if name == "" {
-		return "", fmt.Errorf("kernels: matmul: %v matrix %d×%d (wide %v): want Q4_0 or Q8_0 with rows of a positive multiple of 64 values, or Q4_K or Q5_K of 256", w.Type, w.Rows, w.Cols, w.Wide)
+		return "", fmt.Errorf("kernels: matmul: %v matrix %d×%d (wide %v): want Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with rows of a positive multiple of 64 values, or Q2_K to Q6_K of 256 (wide: Q8_0 or Q6_K of 256)", w.Type, w.Rows, w.Cols, w.Wide)
 	}
 	if w.Ptr%16 != 0 || op.Scratch%16 != 0 {
 		return "", fmt.Errorf("kernels: matmul: weights at %#x, scratch at %#x: want 16-byte aligned addresses", uint64(w.Ptr), uint64(op.Scratch))

@@ -274,9 +274,14 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
         for (int n = 0; n < BN / 8; n++) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        const float mNew = fmaxf(mx[r], m);
-        const float base = mNew == -INFINITY ? 0.f : mNew * scaleLog2;
-        const float corr = exp2f(mx[r] * scaleLog2 - base); // 0 on the first tile
+        // mx is kept scaled (in units of exp2), so that a tile that does
+        // not raise a row's max scales it by exactly 1 (exp2f(0)), however
+        // the compiler contracts the products: a row's result is then the
+        // same whatever tiles past its position its block walks, so it
+        // does not depend on the batch around it.
+        const float mNew = fmaxf(mx[r], m * scaleLog2);
+        const float base = mNew == -INFINITY ? 0.f : mNew;
+        const float corr = exp2f(mx[r] - base); // 0 on the first tile
         float sum = 0.f;
 #pragma unroll
         for (int n = 0; n < BN / 8; n++) {

@@ -53,7 +53,9 @@ func prefillShared(dim int) int {
 // tile attends to positions 0..pos(b) of its sequence, whose K and V the
 // RoPE/cache-write launch has stored already; rows no tile covers are
 // left as they were, and so are the rows of a tile the kernel finds out of
-// range (see attention_prefill.cu).
+// range (see attention_prefill.cu). An entry of Rows 0 is skipped, so a
+// captured graph may launch a fixed NumTiles and MaxRows (PrefillTileRows,
+// or the batch) and each step fill the table's unused entries with zeros.
 type AttentionPrefillOp struct {
 	Cache    DevKVCache
 	Q, Out   DevF32

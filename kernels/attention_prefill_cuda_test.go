@@ -35,8 +35,9 @@ type prefillRun struct {
 
 // runPrefill runs the batch segs (heads query heads, tiles of tile rows,
 // extra tile entries appended to the table as given) with random queries
-// scaled by qScale.
-func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []prefillSegment, tile int, extra []PrefillTile, qScale float32) prefillRun {
+// scaled by qScale; with graphSized, MaxRows is the whole batch (as a
+// captured graph launches it for any step) rather than the largest tile.
+func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []prefillSegment, tile int, extra []PrefillTile, qScale float32, graphSized bool) prefillRun {
 	t.Helper()
 	g := &gpuBuffers{t: t} // Attention's scratch takes up to 0.5 GB: freed at return
 	defer g.release()
@@ -49,6 +50,9 @@ func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []
 	}
 	tiles := append(PrefillTiles(seq, pos, tile), extra...)
 	words, maxRows := PrefillTileTable(tiles)
+	if graphSized {
+		maxRows = B
+	}
 	qd := g.f32(q, B, heads*hd)
 	out := g.poisoned(B, heads*hd)
 	op := AttentionPrefillOp{Cache: c.dev, Q: qd, Out: out, Heads: heads, Tiles: g.i32(words).Ptr, NumTiles: len(tiles), MaxRows: maxRows}
@@ -105,8 +109,9 @@ var prefillLengths = []int{1, 2, 7, 63, 64, 65, 127, 511, 512, 513}
 // heads of 64, 128 and 96 values (and 256 at a few lengths) and groups of
 // 1, 4 and 8 query heads per KV head; then batches mixing two prompts,
 // single decode rows and a padding row, in tiles of 64, 16 and 200 rows,
-// with a tile entry out of range (a sequence past the cache) that must be
-// skipped. The largest NMSE of each head size is logged.
+// with a tile entry out of range (a sequence past the cache) and unused
+// (zero) entries that must be skipped, and once with MaxRows the whole
+// batch, as a captured graph would launch it. The largest NMSE of each head size is logged.
 func TestGPUAttentionPrefill(t *testing.T) {
 	const ctx, kvHeads = 1100, 2
 	for _, hd := range []int{64, 128, 96, 256} {
@@ -132,15 +137,18 @@ func TestGPUAttentionPrefill(t *testing.T) {
 				for _, n := range lengths {
 					for _, pos0 := range []int{0, 300} {
 						segs := []prefillSegment{{1, pos0, n}}
-						check(fmt.Sprintf("group %d, %d rows from %d", group, n, pos0), runPrefill(t, rng, c, heads, segs, PrefillTileRows, nil, 1))
+						check(fmt.Sprintf("group %d, %d rows from %d", group, n, pos0), runPrefill(t, rng, c, heads, segs, PrefillTileRows, nil, 1, false))
 					}
 				}
 				mixed := []prefillSegment{{0, 0, 100}, {2, 5, 1}, {-1, 0, 1}, {1, 20, 70}, {3, 1099, 1}, {1, 90, 3}}
-				bad := []PrefillTile{{Row0: 101, Rows: 1, Seq: 4, Pos0: 0}} // the padding row, a sequence past the cache
+				// The padding row as a sequence past the cache, then unused
+				// entries (zeros), all skipped.
+				bad := []PrefillTile{{Row0: 101, Rows: 1, Seq: 4, Pos0: 0}, {}, {}}
 				for _, tile := range []int{PrefillTileRows, 16, 200} {
-					check(fmt.Sprintf("group %d, mixed batch in tiles of %d", group, tile), runPrefill(t, rng, c, heads, mixed, tile, bad, 1))
+					check(fmt.Sprintf("group %d, mixed batch in tiles of %d", group, tile), runPrefill(t, rng, c, heads, mixed, tile, bad, 1, false))
 				}
-				check(fmt.Sprintf("group %d, sharp softmax", group), runPrefill(t, rng, c, heads, []prefillSegment{{0, 200, 130}}, PrefillTileRows, nil, 4))
+				check(fmt.Sprintf("group %d, mixed batch, MaxRows the batch", group), runPrefill(t, rng, c, heads, mixed, PrefillTileRows, bad, 1, true))
+				check(fmt.Sprintf("group %d, sharp softmax", group), runPrefill(t, rng, c, heads, []prefillSegment{{0, 200, 130}}, PrefillTileRows, nil, 4, false))
 			}
 			t.Logf("largest NMSE: %.3g against the f64 reference (Attention %.3g), %.3g against Attention", worst.vsRef, worst.attnVsRef, worst.vsAttn)
 		})

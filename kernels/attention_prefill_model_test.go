@@ -516,8 +516,11 @@ func TestPrefillModel(t *testing.T) {
 			for i := range q {
 				q[i] *= c.qScale
 			}
-			tiles := PrefillTiles(seq, pos, PrefillTileRows)
+			// Unused (zero) entries after the tiles are skipped; MaxRows
+			// may be more than the largest tile's (a graph's fixed grid).
+			tiles := append(PrefillTiles(seq, pos, PrefillTileRows), PrefillTile{}, PrefillTile{})
 			words, maxRows := PrefillTileTable(tiles)
+			maxRows = max(maxRows, min(B, 40))
 			out := make([]float32, len(q))
 			for i := range out {
 				out[i] = float32(math.NaN())

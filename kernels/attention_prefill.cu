@@ -348,6 +348,28 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
                                       maxRows, scaleLog2);                                                     \
   }
 
-ATTENTION_PREFILL(attention_prefill_f32_64, float, 64, 64, true, 2)
-ATTENTION_PREFILL(attention_prefill_f32_128, float, 128, 32, true, 2)
-ATTENTION_PREFILL(attention_prefill_f32_256, float, 256, 16, false, 1)
+#define PF_BN_64 64
+#define PF_BN_128 32
+#define PF_BN_256 16
+ATTENTION_PREFILL(attention_prefill_f32_64, float, 64, PF_BN_64, true, 2)
+ATTENTION_PREFILL(attention_prefill_f32_128, float, 128, PF_BN_128, true, 2)
+ATTENTION_PREFILL(attention_prefill_f32_256, float, 256, PF_BN_256, false, 1)
+
+// prefill_shared is the extent, in bytes, of the shared memory the
+// kernel for D indexes: four K/V tiles, and the queries' region (at the
+// second stage with QREG, else after the stages).
+template <int D, int BN, bool QREG> static __device__ constexpr int prefill_shared() {
+  using C = PrefillCfg<D, BN>;
+  return 2 * (QREG ? max(4 * C::TILE, 2 * C::TILE + C::QTILE) : 4 * C::TILE + C::QTILE);
+}
+
+// attention_prefill_layout writes, for D = 64, 128 and 256, the positions
+// per tile and the shared memory of its kernel to out[2i], out[2i+1], then
+// PF_M, for the test that checks the Go side sizes launches alike.
+extern "C" __global__ void attention_prefill_layout(int *out) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  out[0] = PF_BN_64, out[1] = prefill_shared<64, PF_BN_64, true>();
+  out[2] = PF_BN_128, out[3] = prefill_shared<128, PF_BN_128, true>();
+  out[4] = PF_BN_256, out[5] = prefill_shared<256, PF_BN_256, false>();
+  out[6] = PF_M;
+}

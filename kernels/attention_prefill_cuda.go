@@ -15,8 +15,10 @@ import (
 const prefillM = 64
 
 // prefillWalk is the positions per K/V tile of the kernel for heads of up
-// to dim values (BN of its ATTENTION_PREFILL line), and whether it keeps
-// the queries' fragments in registers (QREG).
+// to dim values (BN of its ATTENTION_PREFILL line, PF_BN_<dim>), and
+// whether it keeps the queries' fragments in registers (QREG);
+// TestGPUAttentionPrefillLayout compares them, and prefillShared, with
+// attention_prefill_layout's.
 func prefillWalk(dim int) (bn int, qreg bool) {
 	switch dim {
 	case 64:
@@ -29,7 +31,7 @@ func prefillWalk(dim int) (bn int, qreg bool) {
 
 // prefillKernelNames are the kernels of attention_prefill.fatbin.
 func prefillKernelNames() []string {
-	return []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256"}
+	return []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256", "attention_prefill_layout"}
 }
 
 // prefillShared is the dynamic shared memory of the kernel for heads of up

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"llmserve/internal/cuda"
 )
 
 // prefillCache is a random cache of 4 sequences × ctx positions × 2 KV
@@ -304,5 +306,26 @@ func TestGPUAttentionPrefillBatchInvariant(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGPUAttentionPrefillLayout checks that the Go side sizes the prefill
+// launches as attention_prefill.cu compiles them: positions per tile and
+// shared memory per head size, and the query rows per block.
+func TestGPUAttentionPrefillLayout(t *testing.T) {
+	g := newBuffers(t)
+	out := g.i32(make([]int32, 7))
+	if err := dev.launch("attention_prefill_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
+		t.Fatal(err)
+	}
+	got := readI32(t, out)
+	for i, dim := range []int{64, 128, 256} {
+		bn, _ := prefillWalk(dim)
+		if int(got[2*i]) != bn || int(got[2*i+1]) != prefillShared(dim) {
+			t.Errorf("head %d: %d positions per tile and %d bytes of shared memory in C, %d and %d in Go", dim, got[2*i], got[2*i+1], bn, prefillShared(dim))
+		}
+	}
+	if got[6] != prefillM {
+		t.Errorf("PF_M %d, prefillM %d", got[6], prefillM)
 	}
 }

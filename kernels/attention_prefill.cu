@@ -15,15 +15,17 @@
 // of an m16 fragment. Four warps take 16 query rows each. The positions
 // 0..(the block's last position) are walked in tiles of BN: each tile's K
 // and V rows are read from the cache (f32 today), converted to f16 and
-// stored to shared memory, double-buffered: the loads of tile j+1 are
-// issued before tile j is computed and stored after it. Per tile and warp,
+// stored to shared memory, double-buffered: tile j+1's K is loaded before
+// tile j's S = Q·Kᵀ and stored after it, its V likewise around P·V (one
+// set of loads in registers at a time). Per tile and warp,
 // S = Q·Kᵀ (16 × BN, f32) and O += P·V (16 × D, f32) run on
 // mma.sync.m16n8k16 with f16 operands: Q's fragments stay in registers
 // (D ≤ 128) or are read from shared memory (D = 256); P is rounded from S's
 // accumulators in place (their fragment layout is the A layout of the next
 // product). The softmax is online, in f32, with the 1/√headDim scale folded
 // into exp2; the causal mask is applied only to the tiles that cross a
-// row's position. The output is normalized and written as f32.
+// row's position. The output is normalized and written as f32. A row's
+// result does not depend on the rows beside it (see the softmax).
 //
 // Head sizes: the kernels are compiled for D = 64, 128 and 256; a head of
 // any multiple of 16 up to 256 runs in the smallest D that holds it, its

@@ -50,6 +50,8 @@ var kernelNames = map[string][]string{
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
 	"sample":    {"sample"},
+
+	"attention_prefill": prefillKernelNames(),
 }
 
 // waitsItself says whether kernel name may be launched to overlap the
@@ -123,7 +125,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// optInShared lets the mvq and mmq kernels use the device's shared memory beyond
+// optInShared lets the mvq, mmq and attention_prefill kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).
 func (d *Device) optInShared() error {
 	n, err := d.ctx.MaxSharedOptIn()
@@ -131,7 +133,7 @@ func (d *Device) optInShared() error {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	d.maxShared = n - 1024
-	for _, name := range append(mvqKernels(), mmqKernelNames()...) {
+	for _, name := range append(append(mvqKernels(), mmqKernelNames()...), prefillKernelNames()...) {
 		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
 			return fmt.Errorf("kernels: %w", err)
 		}

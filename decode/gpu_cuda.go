@@ -90,7 +90,7 @@ type GPUEngine struct {
 	rope   []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
 	s      gpuScratch              // device activations for stepRows tokens
 	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then picked
-	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch]
+	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch], prompt tiles [stepRows][4]
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
 	// stepRows is the most tokens of one step: gpuMaxStep, or gpuMaxBatch
 	// in deterministic mode.
@@ -98,11 +98,16 @@ type GPUEngine struct {
 	// matMulMin is the smallest step on the tensor-core products (above
 	// stepRows in deterministic mode: never).
 	matMulMin int
-	logits    []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
-	check     []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
-	graphs    map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
-	overlap   bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
-	stats     gpuGraphStats
+	// prefill says whether steps over gpuMaxBatch tokens run attention on
+	// the tensor cores (kernels.AttentionPrefill takes the head size);
+	// tiles and tileRows describe the current step's tile table (in e.in).
+	prefill         bool
+	tiles, tileRows int
+	logits          []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check           []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
+	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
+	stats           gpuGraphStats
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -125,6 +130,7 @@ type gpuScratch struct {
 	seq      kernels.DevI32 // [B]
 	picks    cuda.DevPtr    // [gpuMaxBatch][kernels.PickWords] view of in
 	wanted   kernels.DevI32 // [gpuMaxBatch] view of in: the rows whose logits a step over gpuMaxBatch computes
+	tiles    cuda.DevPtr    // [stepRows][4] view of in: the prompt tiles of a step over gpuMaxBatch (kernels.PrefillTile)
 	picked   kernels.DevI32 // [gpuMaxBatch] view of in: the picked tokens
 }
 
@@ -192,7 +198,7 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2)
+	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2+4*S/gpuMaxBatch)
 	if err != nil {
 		return err
 	}
@@ -266,7 +272,7 @@ func (e *GPUEngine) init() error {
 		return err
 	}
 	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
-	inWords := 3*S + (kernels.PickWords+1)*M
+	inWords := 3*S + (kernels.PickWords+1)*M + 4*S
 	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
 		return err
 	}
@@ -276,7 +282,9 @@ func (e *GPUEngine) init() error {
 	e.s.seq = kernels.DevI32{Ptr: at(2 * S), Len: S}
 	e.s.picks = at(3 * S)
 	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
+	e.s.tiles = at(3*S + (kernels.PickWords+1)*M)
 	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
+	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {
@@ -514,6 +522,16 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 			}
 		}
 		e.hostIn[i], e.hostIn[S+i], e.hostIn[2*S+i] = uint32(tok), uint32(pos), uint32(seq)
+	}
+	e.tiles, e.tileRows = 0, 0
+	if wide(B) && e.prefill {
+		tiles := kernels.PrefillTiles(b.Seq, b.Pos, kernels.PrefillTileRows)
+		words, rows := kernels.PrefillTileTable(tiles)
+		at := 3*S + (kernels.PickWords+1)*M
+		for i, w := range words {
+			e.hostIn[at+i] = uint32(w)
+		}
+		e.tiles, e.tileRows = len(tiles), rows
 	}
 	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
 }

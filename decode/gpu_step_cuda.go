@@ -191,11 +191,17 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	})
 }
 
-// attention queues layer l's attention for a step of B tokens, in pieces
-// of at most gpuMaxBatch rows (the partial results' scratch holds that
-// many).
+// attention queues layer l's attention for a step of B tokens: on the
+// tensor cores over the step's prompt tiles for a step over gpuMaxBatch
+// where the kernels take the head size, else on the decode kernel in
+// pieces of at most gpuMaxBatch rows (the partial results' scratch holds
+// that many).
 func (e *GPUEngine) attention(l, B int) error {
 	s := &e.s
+	if wide(B) && e.prefill {
+		return e.dev.AttentionPrefill(kernels.AttentionPrefillOp{Cache: e.kv[l], Q: s.q.Slice(0, B), Out: s.att.Slice(0, B), Heads: e.m.Heads,
+			Tiles: s.tiles, NumTiles: e.tiles, MaxRows: e.tileRows})
+	}
 	for lo := 0; lo < B; lo += gpuMaxBatch {
 		n := min(gpuMaxBatch, B-lo)
 		pos := kernels.DevI32{Ptr: s.pos.Ptr.Add(4 * int64(lo)), Len: n}

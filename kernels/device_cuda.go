@@ -48,6 +48,7 @@ var kernelNames = map[string][]string{
 	"matvec":    nil,
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
+	"mmh":       mmhKernelNames(),
 	"sample":    {"sample"},
 }
 
@@ -122,7 +123,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// optInShared lets the mvq and mmq kernels use the device's shared memory beyond
+// optInShared lets the mvq, mmq and mmh kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).
 func (d *Device) optInShared() error {
 	n, err := d.ctx.MaxSharedOptIn()
@@ -130,7 +131,7 @@ func (d *Device) optInShared() error {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	d.maxShared = n - 1024
-	for _, name := range append(mvqKernels(), mmqKernelNames()...) {
+	for _, name := range append(append(mvqKernels(), mmqKernelNames()...), mmhKernelNames()...) {
 		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
 			return fmt.Errorf("kernels: %w", err)
 		}

@@ -6,9 +6,9 @@
 // Two launches:
 //   - mmh_convert_<type> rounds X (f32) to the weights' type, to nearest
 //     with ties to even, into a scratch buffer of B × cols 16-bit values;
-//   - mmh_<type>_<BM>x<BN> multiplies: a block computes a BM × BN tile of
-//     Y (BM weight rows by BN batch rows; 64×64, 128×64 and 128×128 are
-//     compiled) with one warp per WM × WN sub-tile. The k axis runs in
+//   - mmh_<type>_<BM>x<BN>_<WM>x<WN> multiplies: a block computes a
+//     BM × BN tile of Y (BM weight rows by BN batch rows) with one warp per
+//     WM × WN sub-tile (MMH_KERNELS lists the tiles compiled). The k axis runs in
 //     stages of MMH_BK values whose W and X tiles cp.async copies to shared
 //     memory in 16-byte chunks, MMH_STAGES stages in flight; rows of the
 //     staged tiles are padded by 16 bytes so that the eight 16-byte rows an
@@ -177,7 +177,9 @@ static __device__ __forceinline__ void mmh_load_rows(uint16_t *dst, const uint16
 }
 
 // mmh is the product for weights of type T in BM × BN tiles of Y, one warp
-// per WM × WN sub-tile; grid (ceil(rows/BM), ceil(batch/BN)),
+// per WM × WN sub-tile; grid (ceil(batch/BN), ceil(rows/BM)): the blocks
+// of one W tile are neighbours in launch order, so that a weight row is
+// read from memory about once while the activations stay in L2;
 // 32·(BM/WM)·(BN/WN) threads, MMH_STAGES·(BM+BN)·MMH_LDS·2 bytes of dynamic
 // shared memory: per stage, BM rows of W then BN rows of X.
 template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(const MmhParams &p) {
@@ -186,7 +188,7 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
   constexpr int STAGE = (BM + BN) * MMH_LDS;
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "tile shapes");
   extern __shared__ __align__(128) uint16_t mmh_shared[];
-  const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = (p.cols + MMH_BK - 1) / MMH_BK;
@@ -270,15 +272,18 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
   }
 }
 
-// The kernels: mmh_<type>_<BM>x<BN>, each held to the registers that let
-// MINB blocks share a multiprocessor.
+// The kernels: mmh_<type>_<BM>x<BN>_<WM>x<WN>, each held to the registers
+// that let MINB blocks share a multiprocessor.
 #define MMH_KERNEL(name, T, BM, BN, WM, WN, MINB)                                                       \
   extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), MINB) name(const MmhParams p) { \
     mmh<T, BM, BN, WM, WN>(p);                                                                          \
   }
-#define MMH_KERNELS(name, T)                       \
-  MMH_KERNEL(name##_64x64, T, 64, 64, 32, 32, 4)   \
-  MMH_KERNEL(name##_128x64, T, 128, 64, 64, 32, 3) \
-  MMH_KERNEL(name##_128x128, T, 128, 128, 64, 32, 2)
+#define MMH_KERNELS(name, T)                                    \
+  MMH_KERNEL(name##_64x64_32x32, T, 64, 64, 32, 32, 4)          \
+  MMH_KERNEL(name##_128x64_64x32, T, 128, 64, 64, 32, 3)        \
+  MMH_KERNEL(name##_128x128_64x32, T, 128, 128, 64, 32, 2)      \
+  MMH_KERNEL(name##_128x128_64x64, T, 128, 128, 64, 64, 2)      \
+  MMH_KERNEL(name##_128x256_64x64, T, 128, 256, 64, 64, 1)      \
+  MMH_KERNEL(name##_256x128_64x64, T, 256, 128, 64, 64, 1)
 MMH_KERNELS(mmh_f16, MMH_T_F16)
 MMH_KERNELS(mmh_bf16, MMH_T_BF16)

@@ -94,8 +94,8 @@ func (op *MatMulOp) checkHalf() error {
 		return fmt.Errorf("kernels: matmul: W %d×%d, X %d×%d, Y %d×%d: want X B×%d, Y B×%d, B ≥ 1",
 			w.Rows, w.Cols, x.Rows, x.Cols, y.Rows, y.Cols, w.Cols, w.Rows)
 	}
-	if x.Rows > 65535*64 { // the grid's y extent in the smallest batch tile
-		return fmt.Errorf("kernels: matmul: batch of %d rows: at most %d", x.Rows, 65535*64)
+	if w.Rows > 65535*64 { // the grid's y extent in the tiles of 64 rows
+		return fmt.Errorf("kernels: matmul: %d weight rows: at most %d", w.Rows, 65535*64)
 	}
 	if need := MatMulHalfScratchBytes(x.Rows, w.Cols); op.Scratch == 0 || op.ScratchBytes < need {
 		return fmt.Errorf("kernels: matmul: scratch of %d bytes for %d rows of %d values: want %d", op.ScratchBytes, x.Rows, w.Cols, need)
@@ -131,6 +131,6 @@ func (d *Device) matMulHalfIn(op MatMulOp, tile mmhTile) error {
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type),
 	}
 	name := "mmh_" + typ + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, tile.rows), Y: ceilDiv(B, tile.batch)}, cuda.Dim3{X: tile.threads()},
+	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: ceilDiv(op.W.Rows, tile.rows)}, cuda.Dim3{X: tile.threads()},
 		tile.shared(), p.args()...)
 }

@@ -232,7 +232,7 @@ func TestGPUMatMulHalf(t *testing.T) {
 				dx := g.f32(x, maxB, cols)
 				scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
 				y0 := g.poisoned(maxB, rows)
-				small := mmhTiles[len(mmhTiles)-1]
+				small := mmhTiles[mmhPicked-1]
 				if err := dev.matMulHalfIn(MatMulOp{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}, small); err != nil {
 					t.Fatal(err)
 				}
@@ -357,6 +357,7 @@ func TestGPUMatMulHalfRefuses(t *testing.T) {
 		{"y shape", func(op *MatMulOp) { op.Y.Rows = 3 }},
 		{"y cols", func(op *MatMulOp) { op.Y.Cols = 32 }},
 		{"no rows", func(op *MatMulOp) { op.X.Rows, op.Y.Rows = 0, 0 }},
+		{"too many weight rows", func(op *MatMulOp) { op.W.Rows, op.Y.Cols = 65535*64+1, 65535*64+1 }},
 		{"scratch", func(op *MatMulOp) { op.ScratchBytes-- }},
 		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"weights alignment", func(op *MatMulOp) { op.W.Ptr += 2 }},

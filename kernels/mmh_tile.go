@@ -21,11 +21,23 @@ const (
 // (warpRows × warpBatch) each of its warps computes.
 type mmhTile struct{ rows, batch, warpRows, warpBatch int }
 
-// mmhTiles are the tiles compiled per type, largest first (MMH_KERNELS in
-// mmh.cu).
-var mmhTiles = []mmhTile{{128, 128, 64, 32}, {128, 64, 64, 32}, {64, 64, 32, 32}}
+// mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
+// ones mmhTileFor picks from, largest first, then tiles of 64×64 warp
+// tiles, compiled to be measured (BenchmarkGPUMatMulHalf) before any is
+// picked.
+var mmhTiles = []mmhTile{
+	{128, 128, 64, 32}, {128, 64, 64, 32}, {64, 64, 32, 32},
+	{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64},
+}
 
-func (t mmhTile) String() string { return fmt.Sprintf("%dx%d", t.rows, t.batch) }
+// mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
+// from.
+const mmhPicked = 3
+
+// String is the tile as the kernels name it: <rows>x<batch>_<warp tile>.
+func (t mmhTile) String() string {
+	return fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
+}
 
 // warps is the block's warps: one per warp tile.
 func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpBatch) }
@@ -46,12 +58,12 @@ func (t mmhTile) blocks(rows, B int) int { return ceilDivHalf(rows, t.rows) * ce
 // has a block for every multiprocessor, else the smallest. (Not yet tuned
 // by measurement: BenchmarkGPUMatMulHalf times every tile.)
 func mmhTileFor(B, rows, sms int) mmhTile {
-	for _, t := range mmhTiles {
+	for _, t := range mmhTiles[:mmhPicked] {
 		if t.blocks(rows, B) >= sms {
 			return t
 		}
 	}
-	return mmhTiles[len(mmhTiles)-1]
+	return mmhTiles[mmhPicked-1]
 }
 
 // ceilDivHalf is ⌈a/b⌉ for positive b (the untagged twin of ceilDiv).

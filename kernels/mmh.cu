@@ -159,22 +159,41 @@ template <> struct Mma<MMH_T_BF16> {
   }
 };
 
-// mmh_load_rows queues the copies of k stage s of n rows of src (rows of
-// cols values, the first at global row r0, at most limit rows) into dst
-// (n rows of MMH_LDS values): chunk c of tile row i is values
-// s·MMH_BK + 8c .. +7 of row r0+i; chunks past the rows or the columns are
+// MmhRows is one thread's share of the copies that stage an N-row tile
+// (W or X): chunk c = tid % MMH_CHUNKS of tile rows tid / MMH_CHUNKS + j ·
+// THREADS / MMH_CHUNKS, j < J, the same in every stage, so the row
+// addresses are computed once. Chunks past the matrix's rows or columns are
 // zero-filled.
-template <int N, int THREADS>
-static __device__ __forceinline__ void mmh_load_rows(uint16_t *dst, const uint16_t *src, int r0, int limit, int cols, int s) {
-  const int k0 = s * MMH_BK;
+template <int N, int THREADS> struct MmhRows {
+  static constexpr int J = N * MMH_CHUNKS / THREADS;
+  static_assert(N * MMH_CHUNKS % THREADS == 0 && THREADS % MMH_CHUNKS == 0, "whole copies per thread");
+  const uint16_t *src[J]; // row j at this thread's chunk (the matrix's start when past its rows)
+  bool ok[J];             // row j is within the matrix
+  int c8;                 // the chunk's first value in a staged row: 8·(tid % MMH_CHUNKS)
+
+  // init takes the rows from r0 of m (rows of cols values, limit of them).
+  __device__ __forceinline__ void init(const uint16_t *m, int r0, int limit, int cols) {
+    c8 = 8 * (threadIdx.x % MMH_CHUNKS);
 #pragma unroll
-  for (int idx = threadIdx.x; idx < N * MMH_CHUNKS; idx += THREADS) {
-    const int i = idx / MMH_CHUNKS, c = idx % MMH_CHUNKS;
-    const int r = r0 + i, k = k0 + 8 * c;
-    const bool ok = r < limit && k < cols;
-    mmh_cp16(dst + i * MMH_LDS + 8 * c, ok ? src + (size_t)r * cols + k : src, ok);
+    for (int j = 0; j < J; j++) {
+      const int r = r0 + threadIdx.x / MMH_CHUNKS + j * (THREADS / MMH_CHUNKS);
+      ok[j] = r < limit;
+      src[j] = ok[j] ? m + (size_t)r * cols + c8 : m;
+    }
   }
-}
+
+  // issue queues the copies of k stage s into dst (N rows of MMH_LDS
+  // values).
+  __device__ __forceinline__ void issue(uint16_t *dst, int s, int cols) const {
+    const bool kin = s * MMH_BK + c8 < cols;
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      const int i = threadIdx.x / MMH_CHUNKS + j * (THREADS / MMH_CHUNKS);
+      const bool v = ok[j] && kin;
+      mmh_cp16(dst + i * MMH_LDS + c8, v ? src[j] + s * MMH_BK : src[j], v);
+    }
+  }
+};
 
 // mmh is the product for weights of type T in BM × BN tiles of Y, one warp
 // per WM × WN sub-tile; grid (ceil(batch/BN), ceil(rows/BM)): the blocks
@@ -202,12 +221,16 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
 
   // The first MMH_STAGES-1 stages; a group is committed for each, empty
   // past the last stage, so that the wait counts below hold throughout.
+  MmhRows<BM, THREADS> wrows;
+  MmhRows<BN, THREADS> xrows;
+  wrows.init(p.w, bm, p.rows, p.cols);
+  xrows.init(p.x, bn, p.batch, p.cols);
 #pragma unroll
   for (int s = 0; s < MMH_STAGES - 1; s++) {
     if (s < stages) {
       uint16_t *st = mmh_shared + s * STAGE;
-      mmh_load_rows<BM, THREADS>(st, p.w, bm, p.rows, p.cols, s);
-      mmh_load_rows<BN, THREADS>(st + BM * MMH_LDS, p.x, bn, p.batch, p.cols, s);
+      wrows.issue(st, s, p.cols);
+      xrows.issue(st + BM * MMH_LDS, s, p.cols);
     }
     mmh_commit();
   }
@@ -225,8 +248,8 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
       const int n = s + MMH_STAGES - 1; // refills the buffer of stage s-1
       if (n < stages) {
         uint16_t *st = mmh_shared + (n % MMH_STAGES) * STAGE;
-        mmh_load_rows<BM, THREADS>(st, p.w, bm, p.rows, p.cols, n);
-        mmh_load_rows<BN, THREADS>(st + BM * MMH_LDS, p.x, bn, p.batch, p.cols, n);
+        wrows.issue(st, n, p.cols);
+        xrows.issue(st + BM * MMH_LDS, n, p.cols);
       }
       mmh_commit();
     }

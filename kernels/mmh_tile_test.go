@@ -109,9 +109,12 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 			issueRows := func(buf, dst0 int, src []float64, r0, limit, n, s int) error {
 				k0 := s * mmhBK
 				chunks := mmhBK / 8
+				if n*chunks%threads != 0 || threads%chunks != 0 {
+					return fmt.Errorf("%d rows of %d chunks do not split evenly over %d threads", n, chunks, threads)
+				}
 				for tid := 0; tid < threads; tid++ {
-					for idx := tid; idx < n*chunks; idx += threads {
-						i, c := idx/chunks, idx%chunks
+					for j := 0; j < n*chunks/threads; j++ {
+						i, c := tid/chunks+j*(threads/chunks), tid%chunks
 						r, k := r0+i, k0+8*c
 						dst := dst0 + i*mmhLDS + 8*c
 						if dst%8 != 0 {

@@ -6,18 +6,19 @@
 // Two launches:
 //   - mmh_convert_<type> rounds X (f32) to the weights' type, to nearest
 //     with ties to even, into a scratch buffer of B × cols 16-bit values;
-//   - mmh_<type>_<BM>x<BN>_<WM>x<WN> multiplies: a block computes a
-//     BM × BN tile of Y (BM weight rows by BN batch rows) with one warp per
-//     WM × WN sub-tile (MMH_KERNELS lists the tiles compiled). The k axis runs in
-//     stages of MMH_BK values whose W and X tiles cp.async copies to shared
-//     memory in 16-byte chunks, MMH_STAGES stages in flight; rows of the
-//     staged tiles are padded by 16 bytes so that the eight 16-byte rows an
-//     ldmatrix phase reads fall in distinct banks. Fragments are read with
-//     ldmatrix.x4 (W as the row-major A operand, X as the column-major B
-//     operand: both are k-contiguous), and every value of Y sums its
-//     products in k order, 16 at a time, the same in every tile and batch.
-//     The epilogue writes Y, or adds to it (accumulate: the residual
-//     connection).
+//   - mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>] multiplies: a block
+//     computes a BM × BN tile of Y (BM weight rows by BN batch rows) with
+//     one warp per WM × WN sub-tile (MMH_KERNELS lists the tiles compiled).
+//     The k axis runs in stages of BK values (MMH_BK unless named) whose W
+//     and X tiles cp.async copies to shared memory in 16-byte chunks,
+//     STAGES stages in flight (MMH_STAGES unless named); rows of the staged
+//     tiles are padded by MMH_PAD values (16 bytes) so that the eight
+//     16-byte rows an ldmatrix phase reads fall in distinct banks.
+//     Fragments are read with ldmatrix.x4 (W as the row-major A operand, X
+//     as the column-major B operand: both are k-contiguous), and every value
+//     of Y sums its products in k order, 16 at a time, the same in every
+//     tile, staging and batch. The epilogue writes Y, or adds to it
+//     (accumulate: the residual connection).
 //
 // The parameters travel as one struct by value, MmhParams, whose layout the
 // Go side (mmhParams in mmh_cuda.go) mirrors; mmh_layout writes its offsets
@@ -27,10 +28,9 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#define MMH_BK 32                 // k values per stage
-#define MMH_STAGES 4              // stages in flight
-#define MMH_LDS (MMH_BK + 8)      // shared row stride in 16-bit values (80 bytes)
-#define MMH_CHUNKS (MMH_BK / 8)   // 16-byte chunks of a staged row
+#define MMH_BK 32    // k values per stage, unless a kernel names its own
+#define MMH_STAGES 4 // stages in flight, unless a kernel names its own
+#define MMH_PAD 8    // 16-bit values of padding past a staged row (16 bytes)
 
 // Type codes, as gguf.Type.
 #define MMH_T_F16 1
@@ -55,7 +55,7 @@ static_assert(offsetof(MmhParams, rows) == 24, "MmhParams.rows at 24");
 static_assert(offsetof(MmhParams, type) == 40, "MmhParams.type at 40");
 
 // mmh_layout writes sizeof(MmhParams) and the offset of each field, in
-// declaration order, to out[0..9], then MMH_BK, MMH_STAGES and MMH_LDS to
+// declaration order, to out[0..9], then MMH_BK, MMH_STAGES and MMH_PAD to
 // out[10..12], for the layout test.
 extern "C" __global__ void mmh_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -71,7 +71,7 @@ extern "C" __global__ void mmh_layout(int *out) {
   out[9] = offsetof(MmhParams, pad);
   out[10] = MMH_BK;
   out[11] = MMH_STAGES;
-  out[12] = MMH_LDS;
+  out[12] = MMH_PAD;
 }
 
 // Pack2<T> rounds two floats to the 16-bit type T, to nearest with ties to
@@ -160,37 +160,38 @@ template <> struct Mma<MMH_T_BF16> {
 };
 
 // MmhRows is one thread's share of the copies that stage an N-row tile
-// (W or X): chunk c = tid % MMH_CHUNKS of tile rows tid / MMH_CHUNKS + j ·
-// THREADS / MMH_CHUNKS, j < J, the same in every stage, so the row
+// (W or X) of BK-value stages: chunk c = tid % CHUNKS of tile rows
+// tid / CHUNKS + j · THREADS / CHUNKS, j < J, the same in every stage, so the row
 // addresses are computed once. Chunks past the matrix's rows or columns are
 // zero-filled.
-template <int N, int THREADS> struct MmhRows {
-  static constexpr int J = N * MMH_CHUNKS / THREADS;
-  static_assert(N * MMH_CHUNKS % THREADS == 0 && THREADS % MMH_CHUNKS == 0, "whole copies per thread");
+template <int N, int THREADS, int BK> struct MmhRows {
+  static constexpr int CHUNKS = BK / 8, LDS = BK + MMH_PAD;
+  static constexpr int J = N * CHUNKS / THREADS;
+  static_assert(N * CHUNKS % THREADS == 0 && THREADS % CHUNKS == 0, "whole copies per thread");
   const uint16_t *src[J]; // row j at this thread's chunk (the matrix's start when past its rows)
   bool ok[J];             // row j is within the matrix
-  int c8;                 // the chunk's first value in a staged row: 8·(tid % MMH_CHUNKS)
+  int c8;                 // the chunk's first value in a staged row: 8·(tid % CHUNKS)
 
   // init takes the rows from r0 of m (rows of cols values, limit of them).
   __device__ __forceinline__ void init(const uint16_t *m, int r0, int limit, int cols) {
-    c8 = 8 * (threadIdx.x % MMH_CHUNKS);
+    c8 = 8 * (threadIdx.x % CHUNKS);
 #pragma unroll
     for (int j = 0; j < J; j++) {
-      const int r = r0 + threadIdx.x / MMH_CHUNKS + j * (THREADS / MMH_CHUNKS);
+      const int r = r0 + threadIdx.x / CHUNKS + j * (THREADS / CHUNKS);
       ok[j] = r < limit;
       src[j] = ok[j] ? m + (size_t)r * cols + c8 : m;
     }
   }
 
-  // issue queues the copies of k stage s into dst (N rows of MMH_LDS
+  // issue queues the copies of k stage s into dst (N rows of LDS
   // values).
   __device__ __forceinline__ void issue(uint16_t *dst, int s, int cols) const {
-    const bool kin = s * MMH_BK + c8 < cols;
+    const bool kin = s * BK + c8 < cols;
 #pragma unroll
     for (int j = 0; j < J; j++) {
-      const int i = threadIdx.x / MMH_CHUNKS + j * (THREADS / MMH_CHUNKS);
+      const int i = threadIdx.x / CHUNKS + j * (THREADS / CHUNKS);
       const bool v = ok[j] && kin;
-      mmh_cp16(dst + i * MMH_LDS + c8, v ? src[j] + s * MMH_BK : src[j], v);
+      mmh_cp16(dst + i * LDS + c8, v ? src[j] + s * BK : src[j], v);
     }
   }
 };
@@ -199,18 +200,20 @@ template <int N, int THREADS> struct MmhRows {
 // per WM × WN sub-tile; grid (ceil(batch/BN), ceil(rows/BM)): the blocks
 // of one W tile are neighbours in launch order, so that a weight row is
 // read from memory about once while the activations stay in L2;
-// 32·(BM/WM)·(BN/WN) threads, MMH_STAGES·(BM+BN)·MMH_LDS·2 bytes of dynamic
+// 32·(BM/WM)·(BN/WN) threads, STAGES·(BM+BN)·LDS·2 bytes of dynamic
 // shared memory: per stage, BM rows of W then BN rows of X.
-template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(const MmhParams &p) {
+template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __device__ void mmh(const MmhParams &p) {
+  constexpr int LDS = BK + MMH_PAD; // shared row stride in 16-bit values
   constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
   constexpr int MT = WM / 16, NT = WN / 8; // m16 and n8 tiles per warp
-  constexpr int STAGE = (BM + BN) * MMH_LDS;
+  constexpr int STAGE = (BM + BN) * LDS;
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "tile shapes");
+  static_assert(BK % 16 == 0 && STAGES >= 2, "staging");
   extern __shared__ __align__(128) uint16_t mmh_shared[];
   const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
-  const int stages = (p.cols + MMH_BK - 1) / MMH_BK;
+  const int stages = (p.cols + BK - 1) / BK;
   float acc[MT][NT][4];
 #pragma unroll
   for (int mi = 0; mi < MT; mi++)
@@ -219,18 +222,18 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
-  // The first MMH_STAGES-1 stages; a group is committed for each, empty
+  // The first STAGES-1 stages; a group is committed for each, empty
   // past the last stage, so that the wait counts below hold throughout.
-  MmhRows<BM, THREADS> wrows;
-  MmhRows<BN, THREADS> xrows;
+  MmhRows<BM, THREADS, BK> wrows;
+  MmhRows<BN, THREADS, BK> xrows;
   wrows.init(p.w, bm, p.rows, p.cols);
   xrows.init(p.x, bn, p.batch, p.cols);
 #pragma unroll
-  for (int s = 0; s < MMH_STAGES - 1; s++) {
+  for (int s = 0; s < STAGES - 1; s++) {
     if (s < stages) {
       uint16_t *st = mmh_shared + s * STAGE;
       wrows.issue(st, s, p.cols);
-      xrows.issue(st + BM * MMH_LDS, s, p.cols);
+      xrows.issue(st + BM * LDS, s, p.cols);
     }
     mmh_commit();
   }
@@ -239,31 +242,31 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
   // 8-15 at values 0-7, then at 8-15: A's a0..a3); for B (X rows), row
   // l%8 + 8·(l/16) at value 8·((l/8)%2) of a 16-row pair of n8 tiles
   // (matrices: b0, b1 of the first tile, then of the second).
-  const int a_off = (lane & 15) * MMH_LDS + 8 * (lane >> 4);
-  const int b_off = ((lane & 7) + 8 * (lane >> 4)) * MMH_LDS + 8 * ((lane >> 3) & 1);
+  const int a_off = (lane & 15) * LDS + 8 * (lane >> 4);
+  const int b_off = ((lane & 7) + 8 * (lane >> 4)) * LDS + 8 * ((lane >> 3) & 1);
   for (int s = 0; s < stages; s++) {
-    mmh_wait<MMH_STAGES - 2>(); // stage s has landed (this thread's copies)
+    mmh_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
     __syncthreads();            // everyone's copies, and stage s-1 is consumed
     {
-      const int n = s + MMH_STAGES - 1; // refills the buffer of stage s-1
+      const int n = s + STAGES - 1; // refills the buffer of stage s-1
       if (n < stages) {
-        uint16_t *st = mmh_shared + (n % MMH_STAGES) * STAGE;
+        uint16_t *st = mmh_shared + (n % STAGES) * STAGE;
         wrows.issue(st, n, p.cols);
-        xrows.issue(st + BM * MMH_LDS, n, p.cols);
+        xrows.issue(st + BM * LDS, n, p.cols);
       }
       mmh_commit();
     }
-    const uint16_t *sw = mmh_shared + (s % MMH_STAGES) * STAGE;
-    const uint16_t *sx = sw + BM * MMH_LDS;
+    const uint16_t *sw = mmh_shared + (s % STAGES) * STAGE;
+    const uint16_t *sx = sw + BM * LDS;
 #pragma unroll
-    for (int kk = 0; kk < MMH_BK; kk += 16) {
+    for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MT][4], b[NT][2];
 #pragma unroll
-      for (int mi = 0; mi < MT; mi++) ldmatrix_x4(a[mi], sw + (wr + 16 * mi) * MMH_LDS + kk + a_off);
+      for (int mi = 0; mi < MT; mi++) ldmatrix_x4(a[mi], sw + (wr + 16 * mi) * LDS + kk + a_off);
 #pragma unroll
       for (int nj = 0; nj < NT / 2; nj++) {
         uint32_t r[4];
-        ldmatrix_x4(r, sx + (wc + 16 * nj) * MMH_LDS + kk + b_off);
+        ldmatrix_x4(r, sx + (wc + 16 * nj) * LDS + kk + b_off);
         b[2 * nj][0] = r[0];
         b[2 * nj][1] = r[1];
         b[2 * nj + 1][0] = r[2];
@@ -295,18 +298,21 @@ template <int T, int BM, int BN, int WM, int WN> static __device__ void mmh(cons
   }
 }
 
-// The kernels: mmh_<type>_<BM>x<BN>_<WM>x<WN>, each held to the registers
-// that let MINB blocks share a multiprocessor.
-#define MMH_KERNEL(name, T, BM, BN, WM, WN, MINB)                                                       \
+// The kernels: mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>], each held
+// to the registers that let MINB blocks share a multiprocessor.
+#define MMH_KERNEL(name, T, BM, BN, WM, WN, BK, STAGES, MINB)                                           \
   extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), MINB) name(const MmhParams p) { \
-    mmh<T, BM, BN, WM, WN>(p);                                                                          \
+    mmh<T, BM, BN, WM, WN, BK, STAGES>(p);                                                              \
   }
-#define MMH_KERNELS(name, T)                                    \
-  MMH_KERNEL(name##_64x64_32x32, T, 64, 64, 32, 32, 4)          \
-  MMH_KERNEL(name##_128x64_64x32, T, 128, 64, 64, 32, 3)        \
-  MMH_KERNEL(name##_128x128_64x32, T, 128, 128, 64, 32, 2)      \
-  MMH_KERNEL(name##_128x128_64x64, T, 128, 128, 64, 64, 2)      \
-  MMH_KERNEL(name##_128x256_64x64, T, 128, 256, 64, 64, 1)      \
-  MMH_KERNEL(name##_256x128_64x64, T, 256, 128, 64, 64, 1)
+#define MMH_KERNELS(name, T)                                                          \
+  MMH_KERNEL(name##_64x64_32x32, T, 64, 64, 32, 32, MMH_BK, MMH_STAGES, 4)            \
+  MMH_KERNEL(name##_128x64_64x32, T, 128, 64, 64, 32, MMH_BK, MMH_STAGES, 3)          \
+  MMH_KERNEL(name##_128x128_64x32, T, 128, 128, 64, 32, MMH_BK, MMH_STAGES, 2)        \
+  MMH_KERNEL(name##_128x128_64x64, T, 128, 128, 64, 64, MMH_BK, MMH_STAGES, 2)        \
+  MMH_KERNEL(name##_128x256_64x64, T, 128, 256, 64, 64, MMH_BK, MMH_STAGES, 1)        \
+  MMH_KERNEL(name##_256x128_64x64, T, 256, 128, 64, 64, MMH_BK, MMH_STAGES, 1)        \
+  MMH_KERNEL(name##_64x64_32x32_k64s4, T, 64, 64, 32, 32, 64, 4, 3)                   \
+  MMH_KERNEL(name##_128x128_64x32_k64s3, T, 128, 128, 64, 32, 64, 3, 2)               \
+  MMH_KERNEL(name##_128x256_64x64_k64s3, T, 128, 256, 64, 64, 64, 3, 1)
 MMH_KERNELS(mmh_f16, MMH_T_F16)
 MMH_KERNELS(mmh_bf16, MMH_T_BF16)

@@ -117,6 +117,9 @@ func (d *Device) matMulHalfIn(op MatMulOp, tile mmhTile) error {
 	if err := op.checkHalf(); err != nil {
 		return err
 	}
+	if tile.shared() > d.maxShared {
+		return fmt.Errorf("kernels: matmul: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
+	}
 	typ := mmhTypeName(op.W.Type)
 	B, cols := op.X.Rows, op.W.Cols
 	n8 := int64(B) * int64(cols) / 8

@@ -7,37 +7,47 @@ import "fmt"
 // Untagged, so that the CPU model of the tile mapping (mmh_tile_test.go)
 // tests the same figures the launches use.
 
-// The k staging of mmh.cu: MMH_BK values per stage, MMH_STAGES stages in
-// flight, rows of MMH_LDS 16-bit values in shared memory (16 bytes of
-// padding past each row's MMH_BK values).
+// The default k staging of mmh.cu: MMH_BK values per stage, MMH_STAGES
+// stages in flight; staged rows are padded by MMH_PAD 16-bit values (16
+// bytes) in every staging.
 const (
 	mmhBK     = 32
 	mmhStages = 4
-	mmhLDS    = mmhBK + 8
+	mmhPad    = 8
 )
 
-// mmhTile is the tile of Y one block of mmh_<type>_<rows>x<batch>
-// computes, rows weight rows by batch activation rows, and the warp tile
-// (warpRows × warpBatch) each of its warps computes.
-type mmhTile struct{ rows, batch, warpRows, warpBatch int }
+// mmhTile is the tile of Y one block of mmh_<type>_<tile> computes, rows
+// weight rows by batch activation rows, the warp tile (warpRows ×
+// warpBatch) each of its warps computes, and its k staging: bk values a
+// stage, stages stages in flight.
+type mmhTile struct{ rows, batch, warpRows, warpBatch, bk, stages int }
 
 // mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
-// ones mmhTileFor picks from, largest first, then tiles of 64×64 warp
-// tiles, compiled to be measured (BenchmarkGPUMatMulHalf) before any is
-// picked.
+// ones mmhTileFor picks from, largest first, then others compiled to be
+// measured (BenchmarkGPUMatMulHalf) before any is picked: 64×64 warp
+// tiles, and 64-value stages.
 var mmhTiles = []mmhTile{
-	{128, 128, 64, 32}, {128, 64, 64, 32}, {64, 64, 32, 32},
-	{128, 128, 64, 64}, {128, 256, 64, 64}, {256, 128, 64, 64},
+	{128, 128, 64, 32, mmhBK, mmhStages}, {128, 64, 64, 32, mmhBK, mmhStages}, {64, 64, 32, 32, mmhBK, mmhStages},
+	{128, 128, 64, 64, mmhBK, mmhStages}, {128, 256, 64, 64, mmhBK, mmhStages}, {256, 128, 64, 64, mmhBK, mmhStages},
+	{64, 64, 32, 32, 64, 4}, {128, 128, 64, 32, 64, 3}, {128, 256, 64, 64, 64, 3},
 }
 
 // mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
 // from.
 const mmhPicked = 3
 
-// String is the tile as the kernels name it: <rows>x<batch>_<warp tile>.
+// String is the tile as the kernels name it: <rows>x<batch>_<warp tile>,
+// then _k<bk>s<stages> for a staging other than the default.
 func (t mmhTile) String() string {
-	return fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
+	s := fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
+	if t.bk != mmhBK || t.stages != mmhStages {
+		s += fmt.Sprintf("_k%ds%d", t.bk, t.stages)
+	}
+	return s
 }
+
+// lds is the shared-memory row stride of a stage in 16-bit values.
+func (t mmhTile) lds() int { return t.bk + mmhPad }
 
 // warps is the block's warps: one per warp tile.
 func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpBatch) }
@@ -45,9 +55,9 @@ func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpB
 // threads is the block size.
 func (t mmhTile) threads() int { return 32 * t.warps() }
 
-// shared is the dynamic shared memory of a block: mmhStages stages of
-// t.rows rows of W and t.batch rows of X, mmhLDS 16-bit values each.
-func (t mmhTile) shared() int { return mmhStages * (t.rows + t.batch) * mmhLDS * 2 }
+// shared is the dynamic shared memory of a block: t.stages stages of
+// t.rows rows of W and t.batch rows of X, t.lds() 16-bit values each.
+func (t mmhTile) shared() int { return t.stages * (t.rows + t.batch) * t.lds() * 2 }
 
 // blocks is the grid of a product of rows weight rows and B activation
 // rows.

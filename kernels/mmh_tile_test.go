@@ -83,19 +83,20 @@ func mmhMmaModel(c *[32][4]float64, a [32]mmhModelLane, b [32][2][2]float64) {
 // into y (batch × rows), adding to y when accumulate is set.
 func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate bool) error {
 	BM, BN, WM, WN := tile.rows, tile.batch, tile.warpRows, tile.warpBatch
+	BK, stagesInFlight, LDS := tile.bk, tile.stages, tile.lds()
 	threads := tile.threads()
 	MT, NT := WM/16, WN/8
-	stage := (BM + BN) * mmhLDS
-	stages := (cols + mmhBK - 1) / mmhBK
+	stage := (BM + BN) * LDS
+	stages := (cols + BK - 1) / BK
 	for bx := 0; bx < ceilDivHalf(rows, BM); bx++ {
 		for by := 0; by < ceilDivHalf(batch, BN); by++ {
 			bm, bn := bx*BM, by*BN
-			smem := make([]float64, mmhStages*stage)
+			smem := make([]float64, stagesInFlight*stage)
 			for i := range smem {
 				smem[i] = math.NaN()
 			}
-			held := make([]int, mmhStages)      // the stage each buffer was last filled with, -1: none
-			inFlight := make([]bool, mmhStages) // copies into the buffer not yet waited for
+			held := make([]int, stagesInFlight)      // the stage each buffer was last filled with, -1: none
+			inFlight := make([]bool, stagesInFlight) // copies into the buffer not yet waited for
 			consumed := map[int]bool{}
 			type group struct {
 				buf    int
@@ -107,8 +108,8 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 			var queue []group
 			var open *group
 			issueRows := func(buf, dst0 int, src []float64, r0, limit, n, s int) error {
-				k0 := s * mmhBK
-				chunks := mmhBK / 8
+				k0 := s * BK
+				chunks := BK / 8
 				if n*chunks%threads != 0 || threads%chunks != 0 {
 					return fmt.Errorf("%d rows of %d chunks do not split evenly over %d threads", n, chunks, threads)
 				}
@@ -116,7 +117,7 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 					for j := 0; j < n*chunks/threads; j++ {
 						i, c := tid/chunks+j*(threads/chunks), tid%chunks
 						r, k := r0+i, k0+8*c
-						dst := dst0 + i*mmhLDS + 8*c
+						dst := dst0 + i*LDS + 8*c
 						if dst%8 != 0 {
 							return fmt.Errorf("shared copy at value %d: not 16-byte aligned", dst)
 						}
@@ -136,7 +137,7 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 				return nil
 			}
 			load := func(s int) error {
-				buf := s % mmhStages
+				buf := s % stagesInFlight
 				if held[buf] >= 0 && !consumed[held[buf]] {
 					return fmt.Errorf("stage %d overwrites stage %d before it is consumed", s, held[buf])
 				}
@@ -148,7 +149,7 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 				if err := issueRows(buf, buf*stage, w, bm, rows, BM, s); err != nil {
 					return err
 				}
-				return issueRows(buf, buf*stage+BM*mmhLDS, x, bn, batch, BN, s)
+				return issueRows(buf, buf*stage+BM*LDS, x, bn, batch, BN, s)
 			}
 			commit := func() {
 				queue = append(queue, *open)
@@ -170,7 +171,7 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 				held[i] = -1
 			}
 			open = &group{buf: -1}
-			for s := 0; s < mmhStages-1; s++ {
+			for s := 0; s < stagesInFlight-1; s++ {
 				if s < stages {
 					if err := load(s); err != nil {
 						return err
@@ -183,30 +184,30 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 				acc[wp] = make([][32][4]float64, MT*NT)
 			}
 			for s := 0; s < stages; s++ {
-				wait(mmhStages - 2)
-				if n := s + mmhStages - 1; n < stages {
+				wait(stagesInFlight - 2)
+				if n := s + stagesInFlight - 1; n < stages {
 					if err := load(n); err != nil {
 						return err
 					}
 				}
 				commit()
-				buf := s % mmhStages
+				buf := s % stagesInFlight
 				if held[buf] != s || inFlight[buf] {
 					return fmt.Errorf("stage %d computed from buffer %d holding stage %d (in flight %v)", s, buf, held[buf], inFlight[buf])
 				}
-				sw, sx := buf*stage, buf*stage+BM*mmhLDS
+				sw, sx := buf*stage, buf*stage+BM*LDS
 				for wp := 0; wp < threads/32; wp++ {
 					wr, wc := (wp%(BM/WM))*WM, (wp/(BM/WM))*WN
-					for kk := 0; kk < mmhBK; kk += 16 {
+					for kk := 0; kk < BK; kk += 16 {
 						a := make([][32]mmhModelLane, MT)
 						b := make([][32][2][2]float64, NT)
 						for mi := 0; mi < MT; mi++ {
 							var addr [32]int
 							for l := 0; l < 32; l++ {
-								aOff := (l&15)*mmhLDS + 8*(l>>4)
-								addr[l] = sw + (wr+16*mi)*mmhLDS + kk + aOff
+								aOff := (l&15)*LDS + 8*(l>>4)
+								addr[l] = sw + (wr+16*mi)*LDS + kk + aOff
 							}
-							if err := mmhCheckLdmatrix(addr, sw, BM); err != nil {
+							if err := mmhCheckLdmatrix(addr, sw, BM, BK, LDS); err != nil {
 								return fmt.Errorf("A fragment %d: %w", mi, err)
 							}
 							a[mi] = mmhLdmatrixX4(smem, addr)
@@ -214,10 +215,10 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 						for nj := 0; nj < NT/2; nj++ {
 							var addr [32]int
 							for l := 0; l < 32; l++ {
-								bOff := ((l&7)+8*(l>>4))*mmhLDS + 8*((l>>3)&1)
-								addr[l] = sx + (wc+16*nj)*mmhLDS + kk + bOff
+								bOff := ((l&7)+8*(l>>4))*LDS + 8*((l>>3)&1)
+								addr[l] = sx + (wc+16*nj)*LDS + kk + bOff
 							}
-							if err := mmhCheckLdmatrix(addr, sx, BN); err != nil {
+							if err := mmhCheckLdmatrix(addr, sx, BN, BK, LDS); err != nil {
 								return fmt.Errorf("B fragments %d: %w", nj, err)
 							}
 							r := mmhLdmatrixX4(smem, addr)
@@ -263,18 +264,18 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 }
 
 // mmhCheckLdmatrix checks the addresses of one ldmatrix.x4 into a staged
-// tile of n rows from value base: each row of 8 values 16-byte aligned,
+// tile of n rows of bk values (lds apart) from value base: each row of 8 values 16-byte aligned,
 // inside the tile and clear of the padding, and each phase (matrix) of
 // eight rows on eight distinct 16-byte bank groups (banks are 4 bytes, 32
 // of them: a 128-byte line).
-func mmhCheckLdmatrix(addr [32]int, base, n int) error {
+func mmhCheckLdmatrix(addr [32]int, base, n, bk, lds int) error {
 	for l, a := range addr {
 		off := a - base
 		if a%8 != 0 {
 			return fmt.Errorf("lane %d reads value %d: not 16-byte aligned", l, a)
 		}
-		if off < 0 || off/mmhLDS >= n || off%mmhLDS+8 > mmhBK {
-			return fmt.Errorf("lane %d reads row %d values %d..%d of a %d-row tile of %d values", l, off/mmhLDS, off%mmhLDS, off%mmhLDS+7, n, mmhBK)
+		if off < 0 || off/lds >= n || off%lds+8 > bk {
+			return fmt.Errorf("lane %d reads row %d values %d..%d of a %d-row tile of %d values", l, off/lds, off%lds, off%lds+7, n, bk)
 		}
 	}
 	for m := 0; m < 4; m++ {

@@ -161,9 +161,9 @@ template <> struct Mma<MMH_T_BF16> {
 
 // MmhRows is one thread's share of the copies that stage an N-row tile
 // (W or X) of BK-value stages: chunk c = tid % CHUNKS of tile rows
-// tid / CHUNKS + j · THREADS / CHUNKS, j < J, the same in every stage, so the row
-// addresses are computed once. Chunks past the matrix's rows or columns are
-// zero-filled.
+// tid / CHUNKS + j · THREADS / CHUNKS, j < J, the same in every stage, so
+// the row addresses are computed once. Chunks past the matrix's rows or
+// columns are zero-filled.
 template <int N, int THREADS, int BK> struct MmhRows {
   static constexpr int CHUNKS = BK / 8, LDS = BK + MMH_PAD;
   static constexpr int J = N * CHUNKS / THREADS;
@@ -246,7 +246,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   const int b_off = ((lane & 7) + 8 * (lane >> 4)) * LDS + 8 * ((lane >> 3) & 1);
   for (int s = 0; s < stages; s++) {
     mmh_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
-    __syncthreads();            // everyone's copies, and stage s-1 is consumed
+    __syncthreads();        // everyone's copies, and stage s-1 is consumed
     {
       const int n = s + STAGES - 1; // refills the buffer of stage s-1
       if (n < stages) {

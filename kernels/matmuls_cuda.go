@@ -14,12 +14,13 @@ import (
 // X RMS-normalized and scaled by Norm (when its Ptr is set, with Eps), or
 // silu(X)·Up (when Up's Ptr is set: SwiGLU of a gate and an up product).
 //
-// It is the product of the steps of many tokens: matrices of a type the
-// tensor-core kernels read (MatMulSupports) run there, the input computed
-// and rounded to 8 bits once into Scratch for all of them (one launch,
-// mmq_prep); the others run on the matrix-vector kernels in chunks of
-// MaxBatch rows, from the input written as f32 to Temp (B × Cols) first
-// when it is not X itself.
+// It is the product of the steps of many tokens: quantized matrices of a
+// type the int8 tensor-core kernels read (MatMulSupports) run there, the
+// input computed and rounded to 8 bits once into Scratch for all of them
+// (one launch, mmq_prep); F16 and BF16 matrices run on the 16-bit
+// tensor-core kernels (mmh.cu) and the others on the matrix-vector kernels
+// in chunks of MaxBatch rows, both from the input as f32, written to Temp
+// (B × Cols) first when it is not X itself.
 type MatMulsOp struct {
 	Segs         []MatVecSeg
 	X            DevF32
@@ -34,7 +35,9 @@ type MatMulsOp struct {
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
 // needs.
-func MatMulsScratchBytes(B, cols int) int64 { return MatMulScratchBytes(B, cols) }
+func MatMulsScratchBytes(B, cols int) int64 {
+	return max(MatMulScratchBytes(B, cols), MatMulHalfScratchBytes(B, cols))
+}
 
 func (op *MatMulsOp) check() error {
 	if len(op.Segs) < 1 || len(op.Segs) > 3 {
@@ -78,6 +81,20 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 					return err
 				}
 				x, materialized = op.Temp, true
+			}
+			if matMulHalfSupports(s.W) {
+				// mmh rounds its input into the scratch, which holds one
+				// rounded input at a time.
+				quantized = false
+				if err := d.matMulHalf(MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}); err != nil {
+					return err
+				}
+				if s.Bias.Ptr != 0 {
+					if err := d.AddBias(s.Y, s.Bias); err != nil {
+						return err
+					}
+				}
+				continue
 			}
 			if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
 				return err

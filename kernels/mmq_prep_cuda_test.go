@@ -14,13 +14,14 @@ import (
 // TestGPUMatMulsInputs checks MatMuls with each input mode (X, RMSNorm(X)
 // scaled, SwiGLU of X and Up) against the f64 product of the dequantized
 // weights with the same input computed on the host, on a Q8_0 matrix (the
-// tensor-core path, input computed as it is rounded) and an F32 one (the
-// matrix-vector path, input written to Temp first), for batches that are
-// not tile multiples, with and without accumulation; with X as input it
-// must give MatMul's bits.
+// int8 tensor-core path, input computed as it is rounded), an F32 one (the
+// matrix-vector path, input written to Temp first) and an F16 one (the
+// 16-bit tensor-core path, from Temp too), for batches that are not tile
+// multiples, with and without accumulation; with X as input the Q8_0
+// product must give MatMul's bits.
 func TestGPUMatMulsInputs(t *testing.T) {
 	const rows, cols = 100, 320
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32, gguf.TypeF16} {
 		rng := rand.New(rand.NewPCG(3, uint64(typ)))
 		g := newBuffers(t)
 		data := randomRows(rng, typ, rows, cols)

@@ -46,6 +46,13 @@ type GPUOptions struct {
 	// tokens (whose sums do not depend on the batch) instead of the
 	// tensor-core products, which sum in another order.
 	Deterministic bool
+	// Preview also runs the kernels not yet verified on a device: the
+	// tensor-core products of the types beyond Q4_0, Q8_0, Q4_K and Q5_K
+	// (Q6_K among them) and of F16/BF16 weights, the inputs of the products
+	// computed as they are rounded, and prompt attention on the tensor
+	// cores. The environment variable LLMSERVE_GPU_PREVIEW=1 turns it on
+	// too.
+	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
 	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
@@ -141,6 +148,9 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	}
 	if opts.MaxSeqs <= 0 {
 		opts.MaxSeqs = 1
+	}
+	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
+		opts.Preview = true
 	}
 	if os.Getenv("LLMSERVE_GRAPH_CHECK") == "1" {
 		opts.GraphCheck = true
@@ -284,7 +294,7 @@ func (e *GPUEngine) init() error {
 	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
 	e.s.tiles = at(3*S + (kernels.PickWords+1)*M)
 	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
-	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
+	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {

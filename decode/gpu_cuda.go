@@ -103,6 +103,7 @@ type GPUEngine struct {
 	graphs    map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
 	overlap   bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats     gpuGraphStats
+	exec      *gpuExec // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -188,7 +189,7 @@ func (e *GPUEngine) init() error {
 	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
 	// and picks, and the rounded activations of the products.
 	S := e.stepRows
-	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3)
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m))
 	if err != nil {
 		return err
 	}
@@ -266,6 +267,9 @@ func (e *GPUEngine) init() error {
 		return err
 	}
 	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
+	if err := e.initExec(); err != nil {
+		return err
+	}
 	inWords := 3*S + (kernels.PickWords+1)*M
 	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
 		return err

@@ -22,10 +22,33 @@ type gpuWeights struct {
 
 // gpuLayer holds one block's tensors by model.TensorID: matrices in mats,
 // vectors (norms 1 × width, biases) decoded to f32 in vecs; absent ones
-// have Cols == 0 and a zero Ptr.
+// have Cols == 0 and a zero Ptr. A 3-D tensor (one matrix per expert,
+// [experts][rows][cols]) is placed whole in mats and viewed one matrix per
+// expert in exps.
 type gpuLayer struct {
 	mats [model.NumTensors]kernels.DevMatrix
 	vecs [model.NumTensors]kernels.DevF32
+	exps [model.NumTensors][]kernels.DevMatrix // [expert], for 3-D tensors only
+}
+
+// expertViews splits mx, the rows of n experts' matrices one after the
+// other, into one matrix per expert.
+func expertViews(mx kernels.DevMatrix, n int) ([]kernels.DevMatrix, error) {
+	if n < 1 || mx.Rows%n != 0 {
+		return nil, fmt.Errorf("%d rows for %d experts", mx.Rows, n)
+	}
+	rb, err := mx.RowBytes()
+	if err != nil {
+		return nil, err
+	}
+	rows := mx.Rows / n
+	views := make([]kernels.DevMatrix, n)
+	for e := range views {
+		v := mx
+		v.Rows, v.Ptr = rows, mx.Ptr.Add(int64(e)*int64(rows)*rb)
+		views[e] = v
+	}
+	return views, nil
 }
 
 // weightArena packs every tensor into one device allocation.
@@ -188,6 +211,12 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		for id := range l.mats {
 			l.mats[id].Ptr = rel(l.mats[id].Ptr, l.mats[id].Cols > 0)
 			l.vecs[id].Ptr = rel(l.vecs[id].Ptr, l.vecs[id].Cols > 0)
+			if t := m.Layers[i][id]; t != nil && len(t.Dims) == 3 {
+				if l.exps[id], err = expertViews(l.mats[id], int(t.Dims[2])); err != nil {
+					buf.Free()
+					return gpuWeights{}, nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+				}
+			}
 		}
 	}
 	return w, buf, nil

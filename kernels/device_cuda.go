@@ -49,6 +49,7 @@ var kernelNames = map[string][]string{
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
 	"sample":    {"sample"},
+	"ops_arch":  {"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "attention_arch_part"},
 }
 
 // waitsItself says whether kernel name may be launched to overlap the

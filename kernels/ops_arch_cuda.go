@@ -1,0 +1,175 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"llmserve/internal/cuda"
+)
+
+// MaxExpertsUsed is the most experts MoERoute picks per token
+// (ARCH_MOE_MAXK in ops_arch.cu).
+const MaxExpertsUsed = 32
+
+// GLUAct is the activation of a gated feed-forward on the device.
+type GLUAct int
+
+const (
+	GLUSiLU     GLUAct = 0 // x·sigmoid(x)
+	GLUGELUTanh GLUAct = 1 // GELU by its tanh approximation
+)
+
+// GLUOp writes act(gate)·up to Out (B × F), where row r of the gate is the
+// F values at Gate + r·GateStride floats and row r of up those at Up +
+// r·UpStride: separate B × F buffers (strides F), or one B × 2F product
+// holding gate then up (Up = Gate + F floats, strides 2F). Out may be the
+// gate or the up buffer when its stride is F.
+type GLUOp struct {
+	Gate, Up             cuda.DevPtr
+	GateStride, UpStride int
+	Out                  DevF32
+	Act                  GLUAct
+}
+
+// GLU runs op.
+func (d *Device) GLU(op GLUOp) error {
+	f, rows := op.Out.Cols, op.Out.Rows
+	if rows < 1 || f < 1 || op.GateStride < f || op.UpStride < f || op.Gate == 0 || op.Up == 0 || (op.Act != GLUSiLU && op.Act != GLUGELUTanh) {
+		return fmt.Errorf("kernels: glu: out %d×%d, gate stride %d, up stride %d, act %d", rows, f, op.GateStride, op.UpStride, op.Act)
+	}
+	n := rows * f
+	return d.launch("glu_act", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(op.Gate), cuda.P(op.Up), cuda.P(op.Out.Ptr), cuda.I(f), cuda.I(op.GateStride), cuda.I(op.UpStride), cuda.I(rows), cuda.I(int(op.Act)))
+}
+
+// GLUPair writes act(gate)·up to out, all B × F; out may be gate or up.
+func (d *Device) GLUPair(gate, up, out DevF32, act GLUAct) error {
+	if gate.Rows != out.Rows || gate.Cols != out.Cols || up.Rows != out.Rows || up.Cols != out.Cols {
+		return fmt.Errorf("kernels: glu: gate %d×%d, up %d×%d, out %d×%d", gate.Rows, gate.Cols, up.Rows, up.Cols, out.Rows, out.Cols)
+	}
+	return d.GLU(GLUOp{Gate: gate.Ptr, Up: up.Ptr, GateStride: gate.Cols, UpStride: up.Cols, Out: out, Act: act})
+}
+
+// GLUFused writes act(gate)·up to out (B × F) from in (B × 2F), whose rows
+// hold the F gate values then the F up values.
+func (d *Device) GLUFused(in, out DevF32, act GLUAct) error {
+	if in.Rows != out.Rows || in.Cols != 2*out.Cols {
+		return fmt.Errorf("kernels: glu: fused in %d×%d, out %d×%d: want in B×2F, out B×F", in.Rows, in.Cols, out.Rows, out.Cols)
+	}
+	return d.GLU(GLUOp{Gate: in.Ptr, Up: in.Ptr.Add(4 * int64(out.Cols)), GateStride: in.Cols, UpStride: in.Cols, Out: out, Act: act})
+}
+
+// sameShape checks that out may receive an element-wise op of in.
+func sameShape(op string, in, out DevF32) error {
+	if in.Rows != out.Rows || in.Cols != out.Cols || in.Len() < 1 {
+		return fmt.Errorf("kernels: %s: in %d×%d, out %d×%d", op, in.Rows, in.Cols, out.Rows, out.Cols)
+	}
+	return nil
+}
+
+// Scale writes in·s to out (element-wise; out may be in).
+func (d *Device) Scale(in, out DevF32, s float32) error {
+	if err := sameShape("scale", in, out); err != nil {
+		return err
+	}
+	n := in.Len()
+	return d.launch("scale_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(in.Ptr), cuda.P(out.Ptr), cuda.I(n), cuda.F(s))
+}
+
+// SoftCap writes c·tanh(in/c) to out (element-wise; out may be in); c > 0.
+func (d *Device) SoftCap(in, out DevF32, c float32) error {
+	if err := sameShape("softcap", in, out); err != nil {
+		return err
+	}
+	if !(c > 0) || math.IsInf(float64(c), 0) {
+		return fmt.Errorf("kernels: softcap: bound %g, want a positive finite value", c)
+	}
+	n := in.Len()
+	return d.launch("softcap_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(in.Ptr), cuda.P(out.Ptr), cuda.I(n), cuda.F(c), cuda.F(1/c))
+}
+
+// CopyCols copies columns off..off+dst.Cols-1 of every row of src into
+// dst (src.Rows × the width of dst; a distinct buffer): the split of a
+// fused product.
+func (d *Device) CopyCols(src DevF32, off int, dst DevF32) error {
+	if src.Rows != dst.Rows || dst.Rows < 1 || dst.Cols < 1 || off < 0 || off+dst.Cols > src.Cols {
+		return fmt.Errorf("kernels: copy_cols: src %d×%d, columns %d..%d, dst %d×%d", src.Rows, src.Cols, off, off+dst.Cols, dst.Rows, dst.Cols)
+	}
+	n := dst.Len()
+	return d.launch("copy_cols", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(src.Ptr), cuda.P(dst.Ptr), cuda.I(dst.Rows), cuda.I(dst.Cols), cuda.I(src.Cols), cuda.I(off))
+}
+
+// MoERoute turns the router's logits (B × E) into dense expert weights w
+// (B × E): per row, the softmax over the experts, the used most probable
+// (the lower index first among equals), their probabilities renormalized
+// to sum 1, zeros elsewhere.
+func (d *Device) MoERoute(logits, w DevF32, used int) error {
+	if err := sameShape("moe_route", logits, w); err != nil {
+		return err
+	}
+	if used < 1 || used > logits.Cols || used > MaxExpertsUsed {
+		return fmt.Errorf("kernels: moe_route: %d of %d experts per token (at most %d)", used, logits.Cols, MaxExpertsUsed)
+	}
+	return d.launch("moe_route", cuda.Dim3{X: ceilDiv(logits.Rows, 64)}, cuda.Dim3{X: 64}, 0,
+		cuda.P(logits.Ptr), cuda.P(w.Ptr), cuda.I(logits.Cols), cuda.I(used), cuda.I(logits.Rows))
+}
+
+// MoEAccum adds w[r, expert]·y[r, :] to acc[r, :] for every row r (writes
+// it, with init); rows whose weight is zero add nothing, whatever y holds.
+func (d *Device) MoEAccum(acc, y, w DevF32, expert int, init bool) error {
+	if err := sameShape("moe_accum", y, acc); err != nil {
+		return err
+	}
+	if w.Rows != y.Rows || expert < 0 || expert >= w.Cols {
+		return fmt.Errorf("kernels: moe_accum: weights %d×%d for %d rows, expert %d", w.Rows, w.Cols, y.Rows, expert)
+	}
+	n := y.Len()
+	return d.launch("moe_accum", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(acc.Ptr), cuda.P(y.Ptr), cuda.P(w.Ptr), cuda.I(w.Cols), cuda.I(expert), cuda.I(y.Cols), cuda.I(y.Rows), cuda.I(boolInt(init)))
+}
+
+// AttentionArchOp is attention over the cache as Attention computes it,
+// with the logit scale Scale instead of 1/√HeadDim, logits soft-capped to
+// Cap·tanh(logit/Cap) when Cap > 0, and each token seeing only the last
+// Window positions up to its own when Window > 0.
+type AttentionArchOp struct {
+	Cache    DevKVCache
+	Q, Out   DevF32 // B × Heads*HeadDim
+	Heads    int
+	Pos, Seq DevI32
+	Scratch  DevF32 // AttentionScratch(Cache, B, Heads) floats at least
+	Scale    float32
+	Cap      float32
+	Window   int
+}
+
+// AttentionArch runs op: attention_arch_part per (token, head, split),
+// then attention.cu's attention_merge.
+func (d *Device) AttentionArch(op AttentionArchOp) error {
+	c, q := op.Cache, op.Q
+	if err := c.check("attention_arch"); err != nil {
+		return err
+	}
+	if op.Heads < 1 || op.Heads%c.KVHeads != 0 || q.Cols != op.Heads*c.HeadDim || op.Out.Rows != q.Rows || op.Out.Cols != q.Cols ||
+		op.Pos.Len != q.Rows || op.Seq.Len != q.Rows || q.Rows < 1 || op.Window < 0 || op.Cap < 0 || math.IsNaN(float64(op.Scale)) {
+		return fmt.Errorf("kernels: attention_arch: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs, window %d, cap %g",
+			q.Rows, q.Cols, op.Out.Rows, op.Out.Cols, op.Heads, c.KVHeads, c.HeadDim, op.Pos.Len, op.Seq.Len, op.Window, op.Cap)
+	}
+	if need := AttentionScratch(c, q.Rows, op.Heads); op.Scratch.Len() < need {
+		return fmt.Errorf("kernels: attention_arch: scratch of %d floats, need %d", op.Scratch.Len(), need)
+	}
+	splits := attentionSplits(c)
+	if err := d.launch("attention_arch_part", cuda.Dim3{X: q.Rows, Y: op.Heads, Z: splits}, cuda.Dim3{X: 128}, 0,
+		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
+		cuda.I(op.Heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(op.Scale), cuda.F(op.Cap), cuda.I(op.Window)); err != nil {
+		return err
+	}
+	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: op.Heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
+		cuda.P(op.Scratch.Ptr), cuda.P(op.Out.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.I(op.Heads), cuda.I(c.HeadDim),
+		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}

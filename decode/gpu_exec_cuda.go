@@ -25,6 +25,7 @@ type gpuExec struct {
 	route  kernels.DevF32 // [stepRows, Experts] expert weights per token, 0 for experts not chosen
 	moeY   kernels.DevF32 // [stepRows, Embd] one expert's output
 	moeAcc kernels.DevF32 // [stepRows, Embd] the weighted sum over experts
+	plans  [][]execGroup  // [layer]: the block's steps as launched (gpu_exec_plan.go)
 }
 
 // gpuExecWidth is the f32 values per step row of the executor's own
@@ -88,6 +89,9 @@ func (e *GPUEngine) initExec() error {
 	}
 	if err != nil {
 		return err
+	}
+	for l := range m.Graph.Blocks {
+		x.plans = append(x.plans, execPlan(m, l))
 	}
 	e.exec = x
 	return nil
@@ -163,13 +167,60 @@ func (e *GPUEngine) execOutput(rows int) error {
 func (e *GPUEngine) execBlock(l, B int, _ kernels.DevF32, _, _ kernels.DevI32) error {
 	steps := e.m.Graph.Blocks[l]
 	w := &e.w.layers[l]
-	for i := range steps {
-		st := &steps[i]
-		if err := e.op(l, st.Name, func() error { return e.execStep(st, l, B, w) }); err != nil {
+	for _, g := range e.exec.plans[l] {
+		if g.N == 1 {
+			st := &steps[g.First]
+			if err := e.op(l, st.Name, func() error { return e.execStep(st, l, B, w) }); err != nil {
+				return err
+			}
+			continue
+		}
+		name := steps[g.First].Name
+		for _, st := range steps[g.First+1 : g.First+g.N] {
+			name += "+" + st.Name
+		}
+		if err := e.op(l, name, func() error { return e.execProducts(steps[g.First:g.First+g.N], g, l, B, w) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// execProducts queues a group of steps (execPlan): an optional norm, the
+// products of one input in one launch, an optional residual add they
+// accumulate into.
+func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *gpuLayer) error {
+	tensorCores := B >= e.matMulMin || B > gpuMaxBatch
+	var norm *model.Step
+	if g.Norm {
+		norm, steps = &steps[0], steps[1:]
+		if tensorCores { // the tensor-core products take no norm: it runs first
+			if err := e.execStep(norm, l, B, w); err != nil {
+				return err
+			}
+			norm = nil
+		}
+	}
+	var add *model.Step
+	if g.Residual {
+		add, steps = &steps[len(steps)-1], steps[:len(steps)-1]
+	}
+	segs := make([]kernels.MatVecSeg, len(steps))
+	for i, st := range steps {
+		segs[i] = kernels.MatVecSeg{W: w.mats[st.W], Y: e.execBuf(st.Out, B), Bias: w.vecs[st.Bias]}
+	}
+	if add != nil {
+		segs[0].Y = e.execBuf(add.Out, B)
+	}
+	x := e.execBuf(steps[0].In, B)
+	if tensorCores {
+		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes})
+	}
+	op := kernels.MatVecOp{Segs: segs, X: x, Accumulate: add != nil}
+	if norm != nil {
+		op.X, op.Norm, op.Eps = e.execBuf(norm.In, B), w.vecs[norm.W], e.m.RMSEps
+	}
+	return e.dev.MatVecFused(op)
 }
 
 // execStep queues one step over B rows with block l's tensors w (nil

@@ -1,0 +1,147 @@
+//go:build cuda
+
+package decode
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"llmserve/internal/nmse"
+	"llmserve/internal/shared"
+)
+
+// forEachGoldenArch runs fn as a subtest for each model of
+// ../shared/golden-arch (dir), named after the model.
+func forEachGoldenArch(t *testing.T, fn func(t *testing.T, dir, name string)) {
+	dir := shared.Path(t, "golden-arch")
+	paths := shared.Glob(t, "golden-arch/*.gguf")
+	if len(paths) != 6 {
+		t.Fatalf("%d models in golden-arch, want 6 (gemma2, phi3, mixtral × F32, Q8_0)", len(paths))
+	}
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
+		t.Run(name, func(t *testing.T) { fn(t, dir, name) })
+	}
+}
+
+// TestGPUExecGoldenArch runs the golden-arch models (gemma2, phi3, the
+// expert mixture: the executor of the description) on the GPU engine,
+// eagerly and from graphs, with the 16 golden tokens in one batch, one
+// token per step and in the mixed step sizes of stepSizes, and compares
+// the logits with the CPU engine's and with llama.cpp's, within the
+// tolerances of the CPU engine's golden-arch test. The graph replays must
+// equal the eager launches bit for bit.
+func TestGPUExecGoldenArch(t *testing.T) {
+	forEachGoldenArch(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden-arch/"+name+".gguf")
+		if gpuFuses(m) == nil {
+			t.Fatalf("the fused layer takes %s: the executor is not tested", name)
+		}
+		cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		want := forwardAll(t, cpu, goldenTokens, 0)
+		ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
+		tol := goldenArchTolerance(name)
+		eager := map[string][]float32{}
+		for _, graphs := range []bool{false, true} {
+			e := openGPU(t, m, GPUOptions{Context: 64, MaxSeqs: 3, Graphs: graphs})
+			if e.exec == nil {
+				t.Fatal("the engine runs the fused layer")
+			}
+			runs := []struct {
+				how string
+				got []float32
+			}{
+				{"one batch", forwardAll(t, e, goldenTokens, 0)},
+				{"token by token", stepwiseSeq(t, e, goldenTokens, []int{1}, 1)},
+				{"mixed steps", stepwiseSeq(t, e, goldenTokens, stepSizes, 2)},
+			}
+			for _, r := range runs {
+				ec, eg := nmse.Of(r.got, want), nmse.Of(r.got, ref)
+				t.Logf("graphs=%v, %s: NMSE vs CPU engine %.3g, vs llama.cpp %.3g (tolerance %.0e)", graphs, r.how, ec, eg, tol)
+				if !(ec <= tol) {
+					t.Errorf("graphs=%v, %s: NMSE vs CPU engine %.3g exceeds %.0e", graphs, r.how, ec, tol)
+				}
+				if !(eg <= tol) {
+					t.Errorf("graphs=%v, %s: NMSE vs llama.cpp %.3g exceeds %.0e", graphs, r.how, eg, tol)
+				}
+				if !graphs {
+					eager[r.how] = r.got
+				} else if n := bitsDiffer(r.got, eager[r.how]); n != 0 {
+					t.Errorf("%s: graph replay differs from eager launches in %d logits (max %g)", r.how, n, maxAbsDiff(r.got, eager[r.how]))
+				}
+			}
+		}
+	})
+}
+
+// stepwiseSeq is stepwise on sequence slot seq (so that runs on one engine
+// do not share cache rows).
+func stepwiseSeq(t testing.TB, e Engine, tokens []int32, sizes []int, seq int32) []float32 {
+	t.Helper()
+	V := e.VocabSize()
+	out := make([]float32, len(tokens)*V)
+	var b Batch
+	for i, k := 0, 0; i < len(tokens); k++ {
+		n := min(sizes[k%len(sizes)], len(tokens)-i)
+		b.Reset()
+		for j := i; j < i+n; j++ {
+			b.Add(tokens[j], int32(j), seq, true)
+		}
+		if err := e.Forward(&b, out[i*V:]); err != nil {
+			t.Fatalf("step at position %d of %d tokens: %v", i, n, err)
+		}
+		i += n
+	}
+	return out
+}
+
+// TestGPUExecPrompt runs a 100-token prompt through the executor: every
+// row wanted (steps of 64 and 36 tokens), and as one step of 100 tokens
+// (over gpuMaxBatch: wideStep, the tensor-core products) with the last
+// row's logits wanted beside a token of another sequence, and compares
+// them with the CPU engine. Gemma2's window of 8 and its soft-capping
+// then reach far beyond the window.
+func TestGPUExecPrompt(t *testing.T) {
+	const n = 100
+	forEachGoldenArch(t, func(t *testing.T, dir, name string) {
+		m := loadModel(t, "golden-arch/"+name+".gguf")
+		cpu, err := NewCPUEngine(m, CPUOptions{Context: 128, MaxSeqs: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		V := cpu.VocabSize()
+		toks := prefillTokens(n, V)
+		want := forwardAll(t, cpu, toks, 0)
+		tol := goldenArchTolerance(name)
+		for _, graphs := range []bool{false, true} {
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs})
+			all := forwardAll(t, e, toks, 0)
+			if err := nmse.Of(all, want); !(err <= tol) {
+				t.Errorf("graphs=%v, every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, err, tol)
+			}
+			var b Batch
+			for i, tok := range toks {
+				b.Add(tok, int32(i), 1, i == n-1)
+			}
+			b.Add(toks[0], 0, 2, true)
+			out := make([]float32, 2*V)
+			if err := e.Forward(&b, out); err != nil {
+				t.Fatal(err)
+			}
+			last := nmse.Of(out[:V], want[(n-1)*V:])
+			if !(last <= tol) {
+				t.Errorf("graphs=%v, one step of %d, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, n+1, last, tol)
+			}
+			if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
+				t.Errorf("graphs=%v, a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, err, tol)
+			}
+			t.Logf("graphs=%v: NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", graphs, nmse.Of(all, want), last, tol)
+		}
+	})
+}

@@ -25,6 +25,8 @@ type gpuExec struct {
 	route  kernels.DevF32 // [stepRows, Experts] expert weights per token, 0 for experts not chosen
 	moeY   kernels.DevF32 // [stepRows, Embd] one expert's output
 	moeAcc kernels.DevF32 // [stepRows, Embd] the weighted sum over experts
+	pick   kernels.DevI32 // [stepRows·ExpertsUsed] the chosen experts per token, the most probable first
+	pickW  kernels.DevF32 // [stepRows, ExpertsUsed] their weights
 	plans  [][]execGroup  // [layer]: the block's steps as launched (gpu_exec_plan.go)
 }
 
@@ -43,7 +45,7 @@ func gpuExecWidth(m *model.Model) int {
 		w += m.BufWidth(model.BufGateUp)
 	}
 	if gpuHasMoE(m) {
-		w += 2*m.Experts + 2*m.Embd
+		w += 2*m.Experts + 2*m.Embd + 2*m.ExpertsUsed
 	}
 	return w
 }
@@ -86,6 +88,10 @@ func (e *GPUEngine) initExec() error {
 		route:  f32("expert weights", moe, m.Experts),
 		moeY:   f32("expert output", moe, m.Embd),
 		moeAcc: f32("expert sum", moe, m.Embd),
+		pickW:  f32("chosen expert weights", moe, m.ExpertsUsed),
+	}
+	if pick := f32("chosen experts", moe, m.ExpertsUsed); pick.Ptr != 0 {
+		x.pick = kernels.DevI32{Ptr: pick.Ptr, Len: S * m.ExpertsUsed}
 	}
 	if err != nil {
 		return err
@@ -325,26 +331,53 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 // execMoE queues an expert mixture of in (B rows) into out, as the CPU
 // engine routes (cpu_moe.go): the router's logits, then on the device the
 // softmax, the st.Used most probable experts and their renormalized
-// weights (zero for the others), then every expert over all B rows, each
-// expert's output added with its weight per token. Nothing is read back,
-// so the step replays from a graph; every expert's weights are read each
-// step (a batch of one token computes all of them and keeps its chosen
-// ones).
+// weights. A step whose tokens choose at most half the experts in all
+// (2·B·Used ≤ Experts: single tokens, say) runs the chosen experts' rows
+// only, each token's picks read by the products from the device; a larger
+// one runs every expert over all B rows, each expert's output added with
+// its weight per token (zero for the tokens that did not choose it).
+// Nothing is read back, so the step replays from a graph.
 func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
 	d, s, x := e.dev, &e.s, e.exec
-	B := in.Rows
+	B, k := in.Rows, st.Used
 	probs, route := x.probs.Slice(0, B), x.route.Slice(0, B)
-	gate, up, y, acc := s.gate.Slice(0, B), s.up.Slice(0, B), x.moeY.Slice(0, B), x.moeAcc.Slice(0, B)
 	if err := e.execMatMul(in, kernels.MatVecSeg{W: w.mats[st.W], Y: probs}); err != nil {
 		return fmt.Errorf("ffn_gate_inp: %w", err)
-	}
-	if err := d.MoERoute(probs, route, st.Used); err != nil {
-		return err
 	}
 	act := kernels.GLUSiLU
 	if st.Act == model.ActGELUTanh {
 		act = kernels.GLUGELUTanh
 	}
+	if 2*B*k <= e.m.Experts && B*k <= s.gate.Rows {
+		pick, pw := kernels.DevI32{Ptr: x.pick.Ptr, Len: B * k}, x.pickW.Slice(0, B)
+		if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k, Pick: pick, Weight: pw}); err != nil {
+			return err
+		}
+		// One row per (token, pick) in the scratch of the dense path.
+		gate, up, y := s.gate.Slice(0, B*k), s.up.Slice(0, B*k), x.moeY.Slice(0, B*k)
+		n := e.m.Experts
+		for _, p := range []struct {
+			id  model.TensorID
+			x   kernels.DevF32
+			y   kernels.DevF32
+			per bool
+		}{{st.Experts[0], in, gate, false}, {st.Experts[1], in, up, false}} {
+			if err := d.MoEProduct(kernels.MoEProductOp{W: w.mats[p.id], Experts: n, X: p.x, Pick: pick, Used: k, PerSlot: p.per, Y: p.y}); err != nil {
+				return fmt.Errorf("%s: %w", model.Spec(p.id).Name, err)
+			}
+		}
+		if err := d.GLUPair(gate, up, gate, act); err != nil {
+			return err
+		}
+		if err := d.MoEProduct(kernels.MoEProductOp{W: w.mats[st.Experts[2]], Experts: n, X: gate, Pick: pick, Used: k, PerSlot: true, Y: y}); err != nil {
+			return fmt.Errorf("%s: %w", model.Spec(st.Experts[2]).Name, err)
+		}
+		return d.MoECombine(out, y, pw)
+	}
+	if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k}); err != nil {
+		return err
+	}
+	gate, up, y, acc := s.gate.Slice(0, B), s.up.Slice(0, B), x.moeY.Slice(0, B), x.moeAcc.Slice(0, B)
 	g, u, down := w.exps[st.Experts[0]], w.exps[st.Experts[1]], w.exps[st.Experts[2]]
 	for ex := range g {
 		if err := e.execMatMul(in, kernels.MatVecSeg{W: g[ex], Y: gate}, kernels.MatVecSeg{W: u[ex], Y: up}); err != nil {

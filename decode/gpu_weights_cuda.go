@@ -147,7 +147,9 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 			switch {
 			case t == nil:
 			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix:
-				w.layers[i].mats[id] = mat(t, true)
+				// Expert tensors stay in the GGUF layout: the products of
+				// the chosen experts only (kernels.MoEProduct) read that.
+				w.layers[i].mats[id] = mat(t, len(t.Dims) != 3)
 			default:
 				w.layers[i].vecs[id] = vec(t)
 			}

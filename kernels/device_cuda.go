@@ -49,7 +49,7 @@ var kernelNames = map[string][]string{
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
 	"sample":    {"sample"},
-	"ops_arch":  {"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "attention_arch_part"},
+	"ops_arch":  nil,
 }
 
 // waitsItself says whether kernel name may be launched to overlap the
@@ -102,6 +102,8 @@ func OpenDevice(ordinal int) (*Device, error) {
 			names = matvecKernels()
 		case "mvq":
 			names = mvqKernels()
+		case "ops_arch":
+			names = opsArchKernels()
 		}
 		for _, name := range names {
 			k, err := m.Kernel(name)

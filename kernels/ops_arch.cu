@@ -2,11 +2,12 @@
 // to the llama block, for the GPU executor of that description: gated
 // feed-forward with SiLU or GELU (tanh) over plain or strided inputs,
 // scale, soft-cap, column copy (the split of a fused product), the expert
-// mixture's routing and weighted sum, and attention with any logit scale,
+// mixture's routing, its products for the chosen experts only and its
+// weighted sums, and attention with any logit scale,
 // soft-capped logits and a sliding window. None is launched to overlap the
 // kernel ahead (none calls grid_wait), so each starts once that kernel has
 // finished.
-#include <stdint.h>
+#include "fused.cuh"
 
 #define ARCH_ATT_THREADS 128
 #define ARCH_ATT_TILE 32    // positions per tile: one per lane of the softmax warp
@@ -57,10 +58,11 @@ extern "C" __global__ void copy_cols(const float *__restrict__ src, float *__res
 // moe_route: for each row r < rows of the router's logits (rows × E), the
 // softmax over the E experts, the k most probable (the lower index first
 // among equals), their probabilities renormalized to sum 1: w[r, e] is
-// that weight for a chosen expert and 0 for the others. One thread per
-// row; k ≤ ARCH_MOE_MAXK.
-extern "C" __global__ void moe_route(const float *__restrict__ logits, float *__restrict__ w, int E, int k,
-                                     int rows) {
+// that weight for a chosen expert and 0 for the others; when pick is set,
+// pick[r*k + j] is the j-th chosen expert (the most probable first) and
+// pw[r*k + j] its weight. One thread per row; k ≤ ARCH_MOE_MAXK.
+extern "C" __global__ void moe_route(const float *__restrict__ logits, float *__restrict__ w, int *__restrict__ pick_out,
+                                     float *__restrict__ pw_out, int E, int k, int rows) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float *l = logits + (size_t)r * E;
@@ -89,6 +91,93 @@ extern "C" __global__ void moe_route(const float *__restrict__ logits, float *__
   }
   for (int e = 0; e < E; e++) o[e] = 0.f;
   for (int j = 0; j < k; j++) o[pick[j]] = pw[j] / tot;
+  if (pick_out != nullptr) {
+    for (int j = 0; j < k; j++) pick_out[(size_t)r * k + j] = pick[j], pw_out[(size_t)r * k + j] = pw[j] / tot;
+  }
+}
+
+#define MOE_WARPS 8 // rows per block of moe_matvec: one per warp
+
+// moe_matvec_<TYPE>: y[i, r] = W_e[r, :] · x[xi, :] for slot i (grid y) of
+// n = B·k slots, e = pick[i] (token i/k's (i%k)-th expert), xi = i/k, or i
+// when perSlot is set (the down projection of each slot's own input).
+// W_e is the matrix of expert e: rows rows of rowBytes bytes, expertBytes
+// = rows·rowBytes apart, in the GGUF layout (not the wide one). Grid
+// (ceil(rows/MOE_WARPS), n), MOE_WARPS·32 threads: warp w takes row
+// blockIdx.x·MOE_WARPS + w, its lanes the 32-value chunks lane, lane+32,
+// ... of the row, each dotted with the same values of x, which for a
+// quantized matrix are first rounded to 8 bits per 32-value block (d =
+// max|v|/127), as every other product of the engine rounds them. Only the
+// chosen experts' rows are read.
+template <int T, bool Q8>
+static __device__ __forceinline__ void moe_matvec(const uint8_t *__restrict__ W, long long rowBytes, long long expertBytes,
+                                                  int rows, int cols, const float *__restrict__ x,
+                                                  const int *__restrict__ pick, int k, int perSlot, float *__restrict__ y) {
+  const int i = blockIdx.y, lane = threadIdx.x & 31;
+  const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
+  if (r >= rows) return; // a whole warp
+  const uint8_t *row = W + (size_t)pick[i] * expertBytes + (size_t)r * rowBytes;
+  const float *xr = x + (size_t)(perSlot ? i : i / k) * cols;
+  float acc = 0.f;
+  for (int c = lane; c < (cols >> 5); c += 32) {
+    float w[32], v[32];
+    Chunk<T>::load(row, c, w);
+    const float4 *xp = (const float4 *)(xr + (size_t)c * 32);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const float4 q = xp[j];
+      v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
+    }
+    if (Q8) {
+      float amax = 0.f;
+#pragma unroll
+      for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+#pragma unroll
+      for (int j = 0; j < 32; j++) v[j] = d * (float)__float2int_rn(v[j] * id);
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; j++) sum += w[j] * v[j];
+    acc += sum;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) y[(size_t)i * rows + r] = acc;
+}
+
+#define MOE_MATVEC(NAME, T)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32)                                               \
+      moe_matvec_##NAME(const uint8_t *W, long long rowBytes, long long expertBytes, int rows, int cols,     \
+                        const float *x, const int *pick, int k, int perSlot, float *y) {                     \
+    moe_matvec<T, (T != T_F32 && T != T_F16 && T != T_BF16)>(W, rowBytes, expertBytes, rows, cols, x, pick, \
+                                                             k, perSlot, y);                                 \
+  }
+
+MOE_MATVEC(F32, T_F32)
+MOE_MATVEC(F16, T_F16)
+MOE_MATVEC(BF16, T_BF16)
+MOE_MATVEC(Q8_0, T_Q8_0)
+MOE_MATVEC(Q4_0, T_Q4_0)
+MOE_MATVEC(Q4_1, T_Q4_1)
+MOE_MATVEC(Q5_0, T_Q5_0)
+MOE_MATVEC(Q5_1, T_Q5_1)
+MOE_MATVEC(Q2_K, T_Q2_K)
+MOE_MATVEC(Q3_K, T_Q3_K)
+MOE_MATVEC(Q4_K, T_Q4_K)
+MOE_MATVEC(Q5_K, T_Q5_K)
+MOE_MATVEC(Q6_K, T_Q6_K)
+
+// moe_combine: out[b, c] = Σ_j pw[b*k + j] · y[b*k + j, c] for b < B, c <
+// cols: each token's chosen experts' outputs, weighted.
+extern "C" __global__ void moe_combine(float *__restrict__ out, const float *__restrict__ y, const float *__restrict__ pw,
+                                       int k, int cols, int B) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)B * cols) return;
+  const int b = (int)(i / cols), c = (int)(i - (long)b * cols);
+  float v = 0.f;
+  for (int j = 0; j < k; j++) v += pw[(size_t)b * k + j] * y[((size_t)b * k + j) * cols + c];
+  out[i] = v;
 }
 
 // moe_accum: acc[r, c] (init: =, else +=) w[r*E + e] * y[r, c] for r <

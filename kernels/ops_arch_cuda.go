@@ -104,19 +104,95 @@ func (d *Device) CopyCols(src DevF32, off int, dst DevF32) error {
 		cuda.P(src.Ptr), cuda.P(dst.Ptr), cuda.I(dst.Rows), cuda.I(dst.Cols), cuda.I(src.Cols), cuda.I(off))
 }
 
-// MoERoute turns the router's logits (B × E) into dense expert weights w
-// (B × E): per row, the softmax over the experts, the used most probable
-// (the lower index first among equals), their probabilities renormalized
-// to sum 1, zeros elsewhere.
-func (d *Device) MoERoute(logits, w DevF32, used int) error {
-	if err := sameShape("moe_route", logits, w); err != nil {
+// opsArchKernels lists the kernels of ops_arch.cu.
+func opsArchKernels() []string {
+	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "attention_arch_part"}
+	for _, t := range matvecTypes {
+		names = append(names, "moe_matvec_"+t.String())
+	}
+	return names
+}
+
+// MoERouteOp turns the router's logits (B × E) into expert weights: per
+// row, the softmax over the experts, the Used most probable (the lower
+// index first among equals), their probabilities renormalized to sum 1.
+// W (B × E) receives them densely, zeros for the experts not chosen; when
+// Pick's Ptr is set, Pick (B·Used) receives each row's chosen experts, the
+// most probable first, and Weight (B × Used) their weights.
+type MoERouteOp struct {
+	Logits, W DevF32
+	Used      int
+	Pick      DevI32
+	Weight    DevF32
+}
+
+// MoERoute runs op.
+func (d *Device) MoERoute(op MoERouteOp) error {
+	logits, used := op.Logits, op.Used
+	if err := sameShape("moe_route", logits, op.W); err != nil {
 		return err
 	}
 	if used < 1 || used > logits.Cols || used > MaxExpertsUsed {
 		return fmt.Errorf("kernels: moe_route: %d of %d experts per token (at most %d)", used, logits.Cols, MaxExpertsUsed)
 	}
+	if op.Pick.Ptr != 0 && (op.Pick.Len != logits.Rows*used || op.Weight.Rows != logits.Rows || op.Weight.Cols != used || op.Weight.Ptr == 0) {
+		return fmt.Errorf("kernels: moe_route: %d picks and %d×%d weights for %d rows of %d experts", op.Pick.Len, op.Weight.Rows, op.Weight.Cols, logits.Rows, used)
+	}
 	return d.launch("moe_route", cuda.Dim3{X: ceilDiv(logits.Rows, 64)}, cuda.Dim3{X: 64}, 0,
-		cuda.P(logits.Ptr), cuda.P(w.Ptr), cuda.I(logits.Cols), cuda.I(used), cuda.I(logits.Rows))
+		cuda.P(logits.Ptr), cuda.P(op.W.Ptr), cuda.P(op.Pick.Ptr), cuda.P(op.Weight.Ptr), cuda.I(logits.Cols), cuda.I(used), cuda.I(logits.Rows))
+}
+
+// MoEProductOp is the products of the chosen experts only: for slot i of
+// B·Used (token i/Used's (i%Used)-th pick), Y[i, :] = W_e · X[i/Used, :]
+// (X[i, :] with PerSlot), e = Pick[i], where W holds Experts matrices one
+// after the other (Experts·rows × cols, in the GGUF layout: not wide).
+// A quantized W's input is rounded to 8 bits per 32 values, as
+// MatVecFused rounds it.
+type MoEProductOp struct {
+	W       DevMatrix
+	Experts int
+	X       DevF32
+	Pick    DevI32
+	Used    int
+	PerSlot bool
+	Y       DevF32
+}
+
+// MoEProduct runs op.
+func (d *Device) MoEProduct(op MoEProductOp) error {
+	w := op.W
+	if w.Wide || !SupportsType(w.Type) || w.Cols%32 != 0 || op.Experts < 1 || w.Rows%op.Experts != 0 {
+		return fmt.Errorf("kernels: moe_matvec: %v matrix %d×%d (wide %v) for %d experts: want a GGUF-layout type the matvec kernels read, columns a multiple of 32",
+			w.Type, w.Rows, w.Cols, w.Wide, op.Experts)
+	}
+	rows, n := w.Rows/op.Experts, op.Y.Rows
+	xRows := n
+	if !op.PerSlot && op.Used > 0 {
+		xRows = n / op.Used
+	}
+	if op.Used < 1 || n < 1 || n%op.Used != 0 || n > 65535 || op.Pick.Len != n || op.Y.Cols != rows || op.X.Cols != w.Cols || op.X.Rows != xRows {
+		return fmt.Errorf("kernels: moe_matvec: x %d×%d, y %d×%d, %d picks of %d per token, experts of %d×%d",
+			op.X.Rows, op.X.Cols, op.Y.Rows, op.Y.Cols, op.Pick.Len, op.Used, rows, w.Cols)
+	}
+	rb, err := w.RowBytes()
+	if err != nil {
+		return fmt.Errorf("kernels: moe_matvec: %w", err)
+	}
+	return d.launch("moe_matvec_"+w.Type.String(), cuda.Dim3{X: ceilDiv(rows, 8), Y: n}, cuda.Dim3{X: 256}, 0,
+		cuda.P(w.Ptr), cuda.Arg(rb), cuda.Arg(rb*int64(rows)), cuda.I(rows), cuda.I(w.Cols), cuda.P(op.X.Ptr), cuda.P(op.Pick.Ptr),
+		cuda.I(op.Used), cuda.I(boolInt(op.PerSlot)), cuda.P(op.Y.Ptr))
+}
+
+// MoECombine writes out[b, :] = Σ_j weight[b, j]·y[b·Used + j, :]: each
+// token's chosen experts' outputs (B·Used rows), weighted (B × Used).
+func (d *Device) MoECombine(out, y, weight DevF32) error {
+	used := weight.Cols
+	if used < 1 || weight.Rows != out.Rows || y.Rows != out.Rows*used || y.Cols != out.Cols || out.Len() < 1 {
+		return fmt.Errorf("kernels: moe_combine: out %d×%d, y %d×%d, weights %d×%d", out.Rows, out.Cols, y.Rows, y.Cols, weight.Rows, weight.Cols)
+	}
+	n := out.Len()
+	return d.launch("moe_combine", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(out.Ptr), cuda.P(y.Ptr), cuda.P(weight.Ptr), cuda.I(used), cuda.I(out.Cols), cuda.I(out.Rows))
 }
 
 // MoEAccum adds w[r, expert]·y[r, :] to acc[r, :] for every row r (writes

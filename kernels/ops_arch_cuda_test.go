@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"llmserve/gguf"
 )
 
 func refGELUTanh(x float64) float64 {
@@ -157,7 +159,9 @@ func TestCUDAMoERoute(t *testing.T) {
 				logits[e] = 1 // row 0: all tied
 			}
 			w := g.poisoned(c.rows, c.E)
-			if err := dev.MoERoute(g.f32(logits, c.rows, c.E), w, c.k); err != nil {
+			pw := g.poisoned(c.rows, c.k)
+			pick := g.i32(make([]int32, c.rows*c.k))
+			if err := dev.MoERoute(MoERouteOp{Logits: g.f32(logits, c.rows, c.E), W: w, Used: c.k, Pick: pick, Weight: pw}); err != nil {
 				t.Fatal(err)
 			}
 			want := refRoute(logits, c.E, c.k)
@@ -168,6 +172,23 @@ func TestCUDAMoERoute(t *testing.T) {
 				}
 			}
 			checkNMSE(t, "moe_route", got, want, 1e-12)
+			// The picks: the chosen experts, the most probable first (the
+			// lower index among equals), with the dense weights.
+			picks, pws := readI32(t, pick), read(t, pw)
+			for r := 0; r < c.rows; r++ {
+				for j := 0; j < c.k; j++ {
+					e := int(picks[r*c.k+j])
+					if e < 0 || e >= c.E || got[r*c.E+e] == 0 || pws[r*c.k+j] != got[r*c.E+e] {
+						t.Fatalf("row %d pick %d: expert %d weight %g, dense weights %v", r, j, e, pws[r*c.k+j], got[r*c.E:(r+1)*c.E])
+					}
+					if j > 0 {
+						prev := int(picks[r*c.k+j-1])
+						if pws[r*c.k+j] > pws[r*c.k+j-1] || (pws[r*c.k+j] == pws[r*c.k+j-1] && e < prev) {
+							t.Errorf("row %d: pick %d (expert %d, %g) after expert %d (%g)", r, j, e, pws[r*c.k+j], prev, pws[r*c.k+j-1])
+						}
+					}
+				}
+			}
 
 			cols := 37
 			ys := make([][]float32, c.E)
@@ -270,5 +291,106 @@ func TestCUDAAttentionArch(t *testing.T) {
 			}
 			checkNMSE(t, "attention_arch", read(t, out), want, 1e-9)
 		})
+	}
+}
+
+// round8 is x as the products round it for quantized weights: per 32
+// values d = max|v|/127, each value d·round(v/d) (to even), in f32.
+func round8(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for b := 0; b < len(x); b += 32 {
+		var amax float32
+		for _, v := range x[b : b+32] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d, id := amax/127, float32(0)
+		if amax > 0 {
+			id = 127 / amax
+		}
+		for i, v := range x[b : b+32] {
+			out[b+i] = float64(d * float32(math.RoundToEven(float64(v*id))))
+		}
+	}
+	return out
+}
+
+// TestCUDAMoEProduct checks the products of the chosen experts: each
+// slot's rows of its expert's matrix times its token's input (or its own,
+// per slot), for float and quantized types, and their weighted sum.
+func TestCUDAMoEProduct(t *testing.T) {
+	for _, c := range []struct {
+		typ                 gguf.Type
+		E, k, B, rows, cols int
+	}{
+		{gguf.TypeF32, 4, 2, 1, 37, 64},
+		{gguf.TypeQ8_0, 8, 2, 2, 70, 96},
+		{gguf.TypeQ4_K, 8, 2, 1, 19, 512},
+		{gguf.TypeQ6_K, 6, 3, 3, 9, 256},
+		{gguf.TypeF16, 5, 1, 4, 33, 32},
+	} {
+		t.Run(fmt.Sprintf("%v_E%d_top%d_B%d", c.typ, c.E, c.k, c.B), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(15, uint64(c.rows*c.cols)))
+			g := newBuffers(t)
+			m := randMatrix(t, rng, c.typ, c.E*c.rows, c.cols)
+			wf := refDequant(t, m)
+			w := g.matrix(c.typ, m.Data, c.E*c.rows, c.cols, false)
+			n := c.B * c.k
+			picks := make([]int32, n)
+			for i := range picks {
+				picks[i] = int32((i*5 + 3) % c.E) // distinct within a token for these sizes
+			}
+			pd := g.i32(picks)
+			quant := c.typ != gguf.TypeF32 && c.typ != gguf.TypeF16
+			for _, perSlot := range []bool{false, true} {
+				xRows := c.B
+				if perSlot {
+					xRows = n
+				}
+				x := randF32(rng, xRows*c.cols)
+				xr := to64(x)
+				if quant {
+					xr = round8(x)
+				}
+				y := g.poisoned(n, c.rows)
+				if err := dev.MoEProduct(MoEProductOp{W: w, Experts: c.E, X: g.f32(x, xRows, c.cols), Pick: pd, Used: c.k, PerSlot: perSlot, Y: y}); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float64, n*c.rows)
+				for i := 0; i < n; i++ {
+					xi := i / c.k
+					if perSlot {
+						xi = i
+					}
+					e := int(picks[i])
+					for r := 0; r < c.rows; r++ {
+						var sum float64
+						for col := 0; col < c.cols; col++ {
+							sum += wf[(e*c.rows+r)*c.cols+col] * xr[xi*c.cols+col]
+						}
+						want[i*c.rows+r] = sum
+					}
+				}
+				got := read(t, y)
+				checkNMSE(t, fmt.Sprintf("moe_matvec perSlot=%v", perSlot), got, want, 1e-9)
+
+				weights := randF32(rng, n)
+				out := g.poisoned(c.B, c.rows)
+				if err := dev.MoECombine(out, y, g.f32(weights, c.B, c.k)); err != nil {
+					t.Fatal(err)
+				}
+				sum := make([]float64, c.B*c.rows)
+				for i := 0; i < n; i++ {
+					for r := 0; r < c.rows; r++ {
+						sum[(i/c.k)*c.rows+r] += float64(weights[i]) * float64(got[i*c.rows+r])
+					}
+				}
+				checkNMSE(t, "moe_combine", read(t, out), sum, 1e-12)
+			}
+		})
+	}
+	g := newBuffers(t)
+	wide := DevMatrix{Type: gguf.TypeQ8_0, Rows: 8, Cols: 256, Ptr: g.poisoned(1, 8*256).Ptr, Wide: true}
+	if err := dev.MoEProduct(MoEProductOp{W: wide, Experts: 2, X: g.poisoned(1, 256), Pick: g.i32([]int32{0}), Used: 1, Y: g.poisoned(1, 4)}); err == nil {
+		t.Error("moe_matvec of a wide matrix: no error")
 	}
 }

@@ -355,21 +355,22 @@ func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32)
 		}
 		// One row per (token, pick) in the scratch of the dense path.
 		gate, up, y := s.gate.Slice(0, B*k), s.up.Slice(0, B*k), x.moeY.Slice(0, B*k)
-		n := e.m.Experts
 		for _, p := range []struct {
 			id  model.TensorID
 			x   kernels.DevF32
 			y   kernels.DevF32
 			per bool
 		}{{st.Experts[0], in, gate, false}, {st.Experts[1], in, up, false}} {
-			if err := d.MoEProduct(kernels.MoEProductOp{W: w.mats[p.id], Experts: n, X: p.x, Pick: pick, Used: k, PerSlot: p.per, Y: p.y}); err != nil {
+			ex := w.exps[p.id]
+			if err := d.MoEProduct(kernels.MoEProductOp{W: ex[0], Experts: len(ex), Stride: expertStride(ex), X: p.x, Pick: pick, Used: k, PerSlot: p.per, Y: p.y}); err != nil {
 				return fmt.Errorf("%s: %w", model.Spec(p.id).Name, err)
 			}
 		}
 		if err := d.GLUPair(gate, up, gate, act); err != nil {
 			return err
 		}
-		if err := d.MoEProduct(kernels.MoEProductOp{W: w.mats[st.Experts[2]], Experts: n, X: gate, Pick: pick, Used: k, PerSlot: true, Y: y}); err != nil {
+		down := w.exps[st.Experts[2]]
+		if err := d.MoEProduct(kernels.MoEProductOp{W: down[0], Experts: len(down), Stride: expertStride(down), X: gate, Pick: pick, Used: k, PerSlot: true, Y: y}); err != nil {
 			return fmt.Errorf("%s: %w", model.Spec(st.Experts[2]).Name, err)
 		}
 		return d.MoECombine(out, y, pw)

@@ -22,33 +22,22 @@ type gpuWeights struct {
 
 // gpuLayer holds one block's tensors by model.TensorID: matrices in mats,
 // vectors (norms 1 × width, biases) decoded to f32 in vecs; absent ones
-// have Cols == 0 and a zero Ptr. A 3-D tensor (one matrix per expert,
-// [experts][rows][cols]) is placed whole in mats and viewed one matrix per
-// expert in exps.
+// have Cols == 0 and a zero Ptr. A 3-D tensor ([experts][rows][cols]) is
+// placed one matrix per expert, each 256-byte aligned and all the same
+// distance apart (expertStride), in exps; its mats entry stays absent.
 type gpuLayer struct {
 	mats [model.NumTensors]kernels.DevMatrix
 	vecs [model.NumTensors]kernels.DevF32
 	exps [model.NumTensors][]kernels.DevMatrix // [expert], for 3-D tensors only
 }
 
-// expertViews splits mx, the rows of n experts' matrices one after the
-// other, into one matrix per expert.
-func expertViews(mx kernels.DevMatrix, n int) ([]kernels.DevMatrix, error) {
-	if n < 1 || mx.Rows%n != 0 {
-		return nil, fmt.Errorf("%d rows for %d experts", mx.Rows, n)
+// expertStride is the distance in bytes from one expert's matrix to the
+// next (0 for a single expert).
+func expertStride(exps []kernels.DevMatrix) int64 {
+	if len(exps) < 2 {
+		return 0
 	}
-	rb, err := mx.RowBytes()
-	if err != nil {
-		return nil, err
-	}
-	rows := mx.Rows / n
-	views := make([]kernels.DevMatrix, n)
-	for e := range views {
-		v := mx
-		v.Rows, v.Ptr = rows, mx.Ptr.Add(int64(e)*int64(rows)*rb)
-		views[e] = v
-	}
-	return views, nil
+	return int64(exps[1].Ptr - exps[0].Ptr)
 }
 
 // weightArena packs every tensor into one device allocation.
@@ -128,6 +117,31 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		a.mats[t] = mx
 		return mx
 	}
+	// experts places the matrices of a 3-D tensor one by one, in the
+	// GGUF layout (the products of the chosen experts only,
+	// kernels.MoEProduct, read that); consecutive placements of one size
+	// are equally spaced.
+	experts := func(t *model.Tensor) []kernels.DevMatrix {
+		if err != nil {
+			return nil
+		}
+		if !kernels.SupportsType(t.Type) {
+			err = fmt.Errorf("tensor %q: type %v: %w on CUDA", t.Name, t.Type, model.ErrUnsupported)
+			return nil
+		}
+		n, rows, cols := int(t.Dims[2]), int(t.Dims[1]), int(t.Dims[0])
+		rb, rerr := t.Type.RowBytes(int64(cols))
+		if rerr != nil || int64(len(t.Data)) != int64(n)*int64(rows)*rb {
+			err = fmt.Errorf("tensor %q: %d bytes for %d experts of %d×%d %v", t.Name, len(t.Data), n, rows, cols, t.Type)
+			return nil
+		}
+		size := int64(rows) * rb
+		views := make([]kernels.DevMatrix, n)
+		for e := range views {
+			views[e] = kernels.DevMatrix{Type: t.Type, Rows: rows, Cols: cols, Ptr: a.placeBytes(t.Data[int64(e)*size : int64(e+1)*size])}
+		}
+		return views
+	}
 	vec := func(t *model.Tensor) kernels.DevF32 {
 		if err != nil || t == nil {
 			return kernels.DevF32{}
@@ -146,10 +160,10 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		for id, t := range m.Layers[i] {
 			switch {
 			case t == nil:
+			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix && len(t.Dims) == 3:
+				w.layers[i].exps[id] = experts(t)
 			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix:
-				// Expert tensors stay in the GGUF layout: the products of
-				// the chosen experts only (kernels.MoEProduct) read that.
-				w.layers[i].mats[id] = mat(t, len(t.Dims) != 3)
+				w.layers[i].mats[id] = mat(t, true)
 			default:
 				w.layers[i].vecs[id] = vec(t)
 			}
@@ -213,11 +227,8 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		for id := range l.mats {
 			l.mats[id].Ptr = rel(l.mats[id].Ptr, l.mats[id].Cols > 0)
 			l.vecs[id].Ptr = rel(l.vecs[id].Ptr, l.vecs[id].Cols > 0)
-			if t := m.Layers[i][id]; t != nil && len(t.Dims) == 3 {
-				if l.exps[id], err = expertViews(l.mats[id], int(t.Dims[2])); err != nil {
-					buf.Free()
-					return gpuWeights{}, nil, fmt.Errorf("tensor %q: %w", t.Name, err)
-				}
+			for e := range l.exps[id] {
+				l.exps[id][e].Ptr = rel(l.exps[id][e].Ptr, true)
 			}
 		}
 	}

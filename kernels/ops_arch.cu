@@ -101,8 +101,8 @@ extern "C" __global__ void moe_route(const float *__restrict__ logits, float *__
 // moe_matvec_<TYPE>: y[i, r] = W_e[r, :] · x[xi, :] for slot i (grid y) of
 // n = B·k slots, e = pick[i] (token i/k's (i%k)-th expert), xi = i/k, or i
 // when perSlot is set (the down projection of each slot's own input).
-// W_e is the matrix of expert e: rows rows of rowBytes bytes, expertBytes
-// = rows·rowBytes apart, in the GGUF layout (not the wide one). Grid
+// W_e is the matrix of expert e: rows rows of rowBytes bytes, the experts
+// expertBytes apart, in the GGUF layout (not the wide one). Grid
 // (ceil(rows/MOE_WARPS), n), MOE_WARPS·32 threads: warp w takes row
 // blockIdx.x·MOE_WARPS + w, its lanes the 32-value chunks lane, lane+32,
 // ... of the row, each dotted with the same values of x, which for a

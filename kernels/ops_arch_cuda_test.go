@@ -333,7 +333,14 @@ func TestCUDAMoEProduct(t *testing.T) {
 			g := newBuffers(t)
 			m := randMatrix(t, rng, c.typ, c.E*c.rows, c.cols)
 			wf := refDequant(t, m)
-			w := g.matrix(c.typ, m.Data, c.E*c.rows, c.cols, false)
+			// The experts 256-byte aligned, as the engine places them.
+			size := len(m.Data) / c.E
+			stride := (size + 255) / 256 * 256
+			padded := make([]byte, c.E*stride)
+			for e := 0; e < c.E; e++ {
+				copy(padded[e*stride:], m.Data[e*size:(e+1)*size])
+			}
+			w := DevMatrix{Type: c.typ, Rows: c.rows, Cols: c.cols, Ptr: g.bytes(padded)}
 			n := c.B * c.k
 			picks := make([]int32, n)
 			for i := range picks {
@@ -352,7 +359,7 @@ func TestCUDAMoEProduct(t *testing.T) {
 					xr = round8(x)
 				}
 				y := g.poisoned(n, c.rows)
-				if err := dev.MoEProduct(MoEProductOp{W: w, Experts: c.E, X: g.f32(x, xRows, c.cols), Pick: pd, Used: c.k, PerSlot: perSlot, Y: y}); err != nil {
+				if err := dev.MoEProduct(MoEProductOp{W: w, Experts: c.E, Stride: int64(stride), X: g.f32(x, xRows, c.cols), Pick: pd, Used: c.k, PerSlot: perSlot, Y: y}); err != nil {
 					t.Fatal(err)
 				}
 				want := make([]float64, n*c.rows)
@@ -389,8 +396,13 @@ func TestCUDAMoEProduct(t *testing.T) {
 		})
 	}
 	g := newBuffers(t)
-	wide := DevMatrix{Type: gguf.TypeQ8_0, Rows: 8, Cols: 256, Ptr: g.poisoned(1, 8*256).Ptr, Wide: true}
-	if err := dev.MoEProduct(MoEProductOp{W: wide, Experts: 2, X: g.poisoned(1, 256), Pick: g.i32([]int32{0}), Used: 1, Y: g.poisoned(1, 4)}); err == nil {
+	wide := DevMatrix{Type: gguf.TypeQ8_0, Rows: 4, Cols: 256, Ptr: g.poisoned(1, 8*256).Ptr, Wide: true}
+	if err := dev.MoEProduct(MoEProductOp{W: wide, Experts: 2, Stride: 4096, X: g.poisoned(1, 256), Pick: g.i32([]int32{0}), Used: 1, Y: g.poisoned(1, 4)}); err == nil {
 		t.Error("moe_matvec of a wide matrix: no error")
+	}
+	flat := wide
+	flat.Wide = false
+	if err := dev.MoEProduct(MoEProductOp{W: flat, Experts: 2, Stride: 64, X: g.poisoned(1, 256), Pick: g.i32([]int32{0}), Used: 1, Y: g.poisoned(1, 4)}); err == nil {
+		t.Error("moe_matvec of overlapping experts: no error")
 	}
 }

@@ -39,17 +39,14 @@ func gpuOutput(m *model.Model) error {
 			return gpuRefusal(m, "output step "+s.Name)
 		}
 	}
-	if m.RopeAttnFactor != 1 || m.Tensors[model.RopeFactorsLong] != nil || m.Tensors[model.RopeFactorsShort] != nil {
-		return gpuRefusal(m, "LongRoPE")
-	}
 	return nil
 }
 
 // gpuFuses says whether the fused layer (gpu_step_cuda.go) computes m's
 // blocks: the llama block (attn_norm, Q/K/V with optional biases and
-// per-head norms, RoPE, plain causal attention, attn_output, ffn_norm,
-// SwiGLU, ffn_down) and nothing else, no input steps, no steps after the
-// output product.
+// per-head norms, RoPE without LongRoPE, plain causal attention,
+// attn_output, ffn_norm, SwiGLU, ffn_down) and nothing else, no input
+// steps, no steps after the output product.
 func gpuFuses(m *model.Model) error {
 	if len(m.Graph.Input) > 0 {
 		return gpuRefusal(m, "input step "+m.Graph.Input[0].Name)
@@ -59,6 +56,9 @@ func gpuFuses(m *model.Model) error {
 	}
 	if len(m.Graph.Output) > 2 {
 		return gpuRefusal(m, "output step "+m.Graph.Output[2].Name)
+	}
+	if m.RopeAttnFactor != 1 || m.Tensors[model.RopeFactorsLong] != nil || m.Tensors[model.RopeFactorsShort] != nil {
+		return gpuRefusal(m, "LongRoPE")
 	}
 	norms := []model.TensorID{model.AttnNorm, model.FFNNorm, model.AttnQNorm, model.AttnKNorm}
 	mats := []model.TensorID{model.AttnQ, model.AttnK, model.AttnV, model.AttnOut, model.FFNGate, model.FFNUp, model.FFNDown}
@@ -90,8 +90,9 @@ func gpuFuses(m *model.Model) error {
 // gpuExecutes says whether the executor (gpu_exec_cuda.go) runs m: input
 // steps that scale or soft-cap the embeddings, any block of the ops it
 // launches with the weights the block holds, the rotation of Q and of K
-// right before the attention (the cache write runs with it), expert
-// mixtures of at most kernels.MaxExpertsUsed experts per token.
+// right before the attention (the cache write runs with it; LongRoPE's
+// factors and attention factor too), expert mixtures of at most
+// kernels.MaxExpertsUsed experts per token.
 func gpuExecutes(m *model.Model) error {
 	if err := gpuOutput(m); err != nil {
 		return err

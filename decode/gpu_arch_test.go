@@ -14,7 +14,8 @@ import (
 // TestGPUSupports (no device needed, so not in a _cuda_test file that
 // is skipped without one) checks which passes the GPU engine accepts and
 // which path runs them: the llama family on the fused layer, gemma2, phi3
-// and the expert mixture on the executor of the description; passes
+// (with LongRoPE too) and the expert mixture on the executor of the
+// description; passes
 // neither takes are refused with ErrUnsupported (the binary then falls
 // back to the CPU engine).
 func TestGPUSupports(t *testing.T) {
@@ -30,7 +31,7 @@ func TestGPUSupports(t *testing.T) {
 		{rel: "golden-arch/tiny-gemma2-Q8_0.gguf", fusedWhy: "inp_scaled"},
 		{rel: "golden-arch/tiny-phi3-Q8_0.gguf", fusedWhy: "wqkv", ownBufs: true},
 		{rel: "golden-arch/tiny-mixtral-Q8_0.gguf", fusedWhy: "ffn_moe_out", ownBufs: true},
-		{rel: "golden-arch/tiny-phi3-F32.gguf", fusedWhy: "LongRoPE", refuseWhy: "LongRoPE",
+		{rel: "golden-arch/tiny-phi3-F32.gguf", fusedWhy: "LongRoPE", ownBufs: true,
 			tamper: func(m *model.Model) { m.RopeAttnFactor = 1.2 }},
 		{rel: "golden-arch/tiny-mixtral-F32.gguf", fusedWhy: "ffn_moe_out", refuseWhy: "experts per token",
 			tamper: func(m *model.Model) {

@@ -208,7 +208,7 @@ func (e *GPUEngine) init() error {
 	}
 	// uploadWeights refuses weights plus reserve past the free device
 	// memory before it allocates anything.
-	w, wbuf, err := uploadWeights(ctx, m, reserve, e.opts.Progress)
+	w, wbuf, err := uploadWeights(ctx, m, e.opts.Context, reserve, e.opts.Progress)
 	if err != nil {
 		return err
 	}

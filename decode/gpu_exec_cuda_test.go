@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"llmserve/gguf"
+	"llmserve/internal/cuda"
 	"llmserve/internal/nmse"
 	"llmserve/internal/shared"
+	"llmserve/model"
 )
 
 // forEachGoldenArch runs fn as a subtest for each model of
@@ -185,5 +188,52 @@ func TestGPUExecSynth(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGPUExecLongRoPE gives the golden phi3 models LongRoPE (long and
+// short frequency factors, an original context of 32, an attention factor
+// of 1.19) and compares the GPU engine with the CPU engine on the golden
+// tokens, at a context of 32 (the short factors) and of 64 (the long
+// ones), in one batch and token by token.
+func TestGPUExecLongRoPE(t *testing.T) {
+	for _, name := range []string{"tiny-phi3-F32", "tiny-phi3-Q8_0"} {
+		t.Run(name, func(t *testing.T) {
+			m := *loadModel(t, "golden-arch/"+name+".gguf")
+			half := m.RopeDim / 2
+			factors := func(tn string, step float32) *model.Tensor {
+				v := make([]float32, half)
+				for i := range v {
+					v[i] = 1 + step*float32(i)
+				}
+				return &model.Tensor{Name: tn, Type: gguf.TypeF32, Dims: []int64{int64(half)}, Data: cuda.AsBytes(v)}
+			}
+			m.Tensors[model.RopeFactorsLong] = factors("rope_factors_long.weight", 0.7)
+			m.Tensors[model.RopeFactorsShort] = factors("rope_factors_short.weight", 0.05)
+			m.RopeOrigCtx, m.RopeAttnFactor = 32, 1.19
+			if gpuFuses(&m) == nil {
+				t.Fatal("the fused layer takes LongRoPE")
+			}
+			tol := gpuCPUTolerance(name)
+			for _, ctx := range []int{32, 64} {
+				cpu, err := NewCPUEngine(&m, CPUOptions{Context: ctx})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := forwardAll(t, cpu, goldenTokens, 0)
+				cpu.Close()
+				e := openGPU(t, &m, GPUOptions{Context: ctx, MaxSeqs: 2, Graphs: true})
+				for _, r := range []struct {
+					how string
+					got []float32
+				}{{"one batch", forwardAll(t, e, goldenTokens, 0)}, {"token by token", stepwiseSeq(t, e, goldenTokens, []int{1}, 1)}} {
+					err := nmse.Of(r.got, want)
+					t.Logf("context %d, %s: NMSE vs CPU engine %.3g (tolerance %.0e)", ctx, r.how, err, tol)
+					if !(err <= tol) {
+						t.Errorf("context %d, %s: NMSE vs CPU engine %.3g exceeds %.0e", ctx, r.how, err, tol)
+					}
+				}
+			}
+		})
 	}
 }

@@ -88,8 +88,11 @@ func (a *weightArena) placeBytes(data []byte) cuda.DevPtr {
 }
 
 // uploadWeights places every tensor of m in one device buffer, after
-// checking that the device has room for it and reserve more bytes.
-func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Progress) (gpuWeights, *cuda.Buffer, error) {
+// checking that the device has room for it and reserve more bytes. The
+// rope frequency factors are those of an engine of context positions
+// (LongRoPE's long factors beyond the original context, as the CPU engine
+// picks them).
+func uploadWeights(ctx *cuda.Context, m *model.Model, context int, reserve int64, progress Progress) (gpuWeights, *cuda.Buffer, error) {
 	a := &weightArena{mats: map[*model.Tensor]kernels.DevMatrix{}}
 	var w gpuWeights
 	var err error
@@ -171,7 +174,7 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	}
 	if err == nil {
 		var ff []float32
-		if ff, err = ropeFactors(m, m.CtxTrain); err == nil && ff != nil {
+		if ff, err = ropeFactors(m, context); err == nil && ff != nil {
 			w.ropeFactors = kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
 		}
 	}

@@ -32,10 +32,12 @@ extern "C" __global__ void glu_act(const float *g, const float *u, float *out, i
   out[i] = a * y;
 }
 
-// scale_f32: out[i] = in[i] * s for i < n; out may be in.
-extern "C" __global__ void scale_f32(const float *in, float *out, int n, float s) {
+// scale_f32: out[i] = in[i] * s for i < n whose i % period < width (the
+// others copied); out may be in. period = width = n scales everything;
+// period = headDim, width = ropeDim the rotated values of every head.
+extern "C" __global__ void scale_f32(const float *in, float *out, int n, float s, int period, int width) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = in[i] * s;
+  if (i < n) out[i] = i % period < width ? in[i] * s : in[i];
 }
 
 // softcap_f32: out[i] = cap * tanh(in[i] * inv) with inv = 1/cap, for i <

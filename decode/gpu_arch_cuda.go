@@ -164,6 +164,11 @@ func gpuExecBlock(m *model.Model, l int, steps []model.Step) error {
 			if rot == 1 || rot == 2 {
 				return refuse(s, "only one of Q and K rotated")
 			}
+			// The rotated K goes to the cache only; the buffer keeps K
+			// as the product left it.
+			if rot == 3 && !execDead(model.BufK, append([][]model.Step{steps[i+1:]}, m.Graph.Blocks[l+1:]...)) {
+				return refuse(s, "K read after the attention")
+			}
 		case model.OpGLU:
 			if s.Act != model.ActSiLU && s.Act != model.ActGELUTanh {
 				return refuse(s, "activation")

@@ -53,6 +53,12 @@ func TestGPUSupports(t *testing.T) {
 				b = slices.Insert(b, q-1, rope)
 				m.Graph.Blocks[0] = b
 			}},
+		{rel: "golden-arch/tiny-gemma2-F32.gguf", fusedWhy: "inp_scaled", refuseWhy: "K read after the attention",
+			tamper: func(m *model.Model) {
+				b := m.Graph.Blocks[1]
+				at := slices.IndexFunc(b, func(s model.Step) bool { return s.Op == model.OpAttention })
+				m.Graph.Blocks[1] = slices.Insert(b, at+1, model.Step{Op: model.OpScale, Name: "k_again", In: model.BufK, Out: model.BufK, Scale: 2})
+			}},
 		{rel: "golden-arch/tiny-gemma2-F32.gguf", fusedWhy: "inp_scaled", refuseWhy: "output step",
 			tamper: func(m *model.Model) {
 				m.Graph.Output = append(m.Graph.Output, model.Step{Op: model.OpAdd, Name: "extra", In: model.BufRows, Out: model.BufLogits})

@@ -49,7 +49,7 @@ var kernelNames = map[string][]string{
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
 	"sample":    {"sample"},
-	"ops_arch":  nil,
+	"ops_arch":  opsArchKernels(),
 }
 
 // waitsItself says whether kernel name may be launched to overlap the
@@ -102,8 +102,6 @@ func OpenDevice(ordinal int) (*Device, error) {
 			names = matvecKernels()
 		case "mvq":
 			names = mvqKernels()
-		case "ops_arch":
-			names = opsArchKernels()
 		}
 		for _, name := range names {
 			k, err := m.Kernel(name)

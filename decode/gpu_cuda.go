@@ -115,6 +115,7 @@ type GPUEngine struct {
 	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
 	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats           gpuGraphStats
+	exec            *gpuExec // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -158,7 +159,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.GraphCheck {
 		opts.Graphs = true
 	}
-	if err := gpuSupports(m); err != nil {
+	if err := gpuSupports(m, opts.Preview); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
@@ -204,7 +205,7 @@ func (e *GPUEngine) init() error {
 	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
 	// and picks, and the rounded activations of the products.
 	S := e.stepRows
-	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3)
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m))
 	if err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func (e *GPUEngine) init() error {
 	}
 	// uploadWeights refuses weights plus reserve past the free device
 	// memory before it allocates anything.
-	w, wbuf, err := uploadWeights(ctx, m, reserve, e.opts.Progress)
+	w, wbuf, err := uploadWeights(ctx, m, e.opts.Context, reserve, e.opts.Progress)
 	if err != nil {
 		return err
 	}
@@ -282,6 +283,9 @@ func (e *GPUEngine) init() error {
 		return err
 	}
 	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
+	if err := e.initExec(); err != nil {
+		return err
+	}
 	inWords := 3*S + (kernels.PickWords+1)*M + 4*S
 	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
 		return err

@@ -34,6 +34,9 @@ func (e *GPUEngine) step(B int) error {
 	}); err != nil {
 		return err
 	}
+	if err := e.execOutput(B); err != nil {
+		return err
+	}
 	return e.op(-1, "sample", func() error {
 		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
 	})
@@ -65,6 +68,9 @@ func (e *GPUEngine) wideStep(B, nw int) error {
 	}); err != nil {
 		return err
 	}
+	if err := e.execOutput(nw); err != nil {
+		return err
+	}
 	return e.op(-1, "sample", func() error {
 		return d.Sample(s.logits.Slice(0, nw), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: nw})
 	})
@@ -85,10 +91,16 @@ func (e *GPUEngine) body(B int) error {
 	if err := e.op(-1, "token_embd", func() error { return d.GetRows(e.w.tokEmbd, tok, x) }); err != nil {
 		return err
 	}
+	if err := e.execInput(B); err != nil {
+		return err
+	}
 	for l := range e.w.layers {
 		layer := e.layer
 		if B >= e.matMulMin || B > gpuMaxBatch { // the matrix-vector kernels take 64 rows at most
 			layer = e.layerMatMul
+		}
+		if e.exec != nil { // a model the fused layer does not take
+			layer = e.execBlock
 		}
 		if err := layer(l, B, x, pos, seq); err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)

@@ -51,6 +51,7 @@ var kernelNames = map[string][]string{
 	"mmq":       mmqKernelNames(),
 	"mmh":       mmhKernelNames(),
 	"sample":    {"sample"},
+	"ops_arch":  opsArchKernels(),
 
 	"attention_prefill": prefillKernelNames(),
 }

@@ -391,21 +391,8 @@ func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []
 	})
 }
 
-// chunkEnd is the end of the step that starts at token lo of b: at most
-// stepRows tokens with at most gpuMaxBatch wanted rows.
-func (e *GPUEngine) chunkEnd(b *Batch, lo int) int {
-	hi, wanted := lo, 0
-	for hi < b.Len() && hi-lo < e.stepRows {
-		if b.Logits[hi] {
-			if wanted == gpuMaxBatch {
-				break
-			}
-			wanted++
-		}
-		hi++
-	}
-	return hi
-}
+// chunkEnd is the end of the step that starts at token lo of b.
+func (e *GPUEngine) chunkEnd(b *Batch, lo int) int { return stepEnd(b, lo, e.stepRows, gpuMaxBatch) }
 
 // bucket is the smallest step size that holds n tokens: a graph bucket up
 // to gpuMaxBatch, n itself above.

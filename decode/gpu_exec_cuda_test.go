@@ -113,14 +113,8 @@ func TestGPUExecPrompt(t *testing.T) {
 	const n = 100
 	forEachGoldenArch(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden-arch/"+name+".gguf")
-		cpu, err := NewCPUEngine(m, CPUOptions{Context: 128, MaxSeqs: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		V := cpu.VocabSize()
-		toks := prefillTokens(n, V)
-		want := forwardAll(t, cpu, toks, 0)
+		V := m.Vocab
+		toks, want := cpuPrompt(t, m, n, 128)
 		tol := goldenArchTolerance(name)
 		for _, graphs := range []bool{false, true} {
 			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs, Preview: true})

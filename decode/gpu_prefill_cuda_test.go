@@ -8,7 +8,21 @@ import (
 	"testing"
 
 	"llmserve/internal/nmse"
+	"llmserve/model"
 )
+
+// cpuPrompt is a prompt of n tokens (prefillTokens) and every row of its
+// logits from the CPU engine with a context of ctx.
+func cpuPrompt(t *testing.T, m *model.Model, n, ctx int) ([]int32, []float32) {
+	t.Helper()
+	cpu, err := NewCPUEngine(m, CPUOptions{Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	toks := prefillTokens(n, cpu.VocabSize())
+	return toks, forwardAll(t, cpu, toks, 0)
+}
 
 // prefillTokens are n tokens drawn from a vocabulary of vocab.
 func prefillTokens(n, vocab int) []int32 {
@@ -39,14 +53,8 @@ func TestGPUPrefill(t *testing.T) {
 	const n = 300
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
-		cpu, err := NewCPUEngine(m, CPUOptions{Context: 320})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		V := cpu.VocabSize()
-		toks := prefillTokens(n, V)
-		want := forwardAll(t, cpu, toks, 0)
+		V := m.Vocab
+		toks, want := cpuPrompt(t, m, n, 320)
 		tol := gpuCPUTolerance(name)
 		last := want[(n-1)*V:]
 

@@ -22,24 +22,10 @@ const gpuOverlapTokens = 1
 // same launches run eagerly or under graph capture. Every row's logits are
 // computed and sampled.
 func (e *GPUEngine) step(B int) error {
-	m, s, d := e.m, &e.s, e.dev
 	if err := e.body(B); err != nil {
 		return err
 	}
-	if err := e.op(-1, "output_norm+output", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, B)}},
-			X:    s.x.Slice(0, B), Norm: e.w.outputNorm, Eps: m.RMSEps,
-		})
-	}); err != nil {
-		return err
-	}
-	if err := e.execOutput(B); err != nil {
-		return err
-	}
-	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
-	})
+	return e.output(e.s.x.Slice(0, B))
 }
 
 // wideStep queues the forward pass of B > gpuMaxBatch tokens, of which nw
@@ -60,19 +46,27 @@ func (e *GPUEngine) wideStep(B, nw int) error {
 	}); err != nil {
 		return err
 	}
+	return e.output(xw)
+}
+
+// output queues the output norm and projection of the rows of x (at most
+// gpuMaxBatch) into the first rows of the logits, and the picks of those
+// rows.
+func (e *GPUEngine) output(x kernels.DevF32) error {
+	m, s, d, n := e.m, &e.s, e.dev, x.Rows
 	if err := e.op(-1, "output_norm+output", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, nw)}},
-			X:    xw, Norm: e.w.outputNorm, Eps: m.RMSEps,
+			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, n)}},
+			X:    x, Norm: e.w.outputNorm, Eps: m.RMSEps,
 		})
 	}); err != nil {
 		return err
 	}
-	if err := e.execOutput(nw); err != nil {
+	if err := e.execOutput(n); err != nil {
 		return err
 	}
 	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, nw), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: nw})
+		return d.Sample(s.logits.Slice(0, n), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: n})
 	})
 }
 

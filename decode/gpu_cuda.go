@@ -65,7 +65,7 @@ var gpuBuckets = []int{1, 2, 4, 8, 16, 32, 64}
 
 // gpuMaxBatch is the largest bucket: the most tokens of a step run from a
 // graph, and the most rows of logits one step computes.
-const gpuMaxBatch = 64
+const gpuMaxBatch = kernels.MaxBatch
 
 // gpuMaxStep is the most tokens of one step. Steps of more than
 // gpuMaxBatch tokens (prompts) run eagerly at their exact size on the

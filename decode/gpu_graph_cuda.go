@@ -22,13 +22,13 @@ type gpuGraphStats struct {
 // buffer), so ParamUpdates stays 0.
 func (e *GPUEngine) GraphStats() GraphStats {
 	s := &e.stats
-	return GraphStats{
+	return GraphStats{GraphCounts: GraphCounts{
 		Captures:     s.captures.Load(),
 		Replays:      s.replays.Load(),
 		ParamUpdates: s.paramUpdates.Load(),
 		Fallbacks:    s.fallbacks.Load(),
 		EagerSteps:   s.eagerSteps.Load(),
-	}
+	}}
 }
 
 var _ GraphStatser = (*GPUEngine)(nil)

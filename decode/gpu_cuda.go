@@ -19,6 +19,11 @@ type GPUOptions struct {
 	Context int  // positions per sequence; 0 = the model's trained context
 	MaxSeqs int  // sequence slots in the KV cache; 0 = 1
 	Graphs  bool // replay one captured CUDA graph per batch bucket instead of launching kernels one by one
+	// Buckets are the step sizes a batch chunk is padded to, each with its
+	// own graph: ascending, in 1..MaxBucket (Buckets.Validate); nil is
+	// DefaultBuckets. A chunk of more tokens than the largest runs eagerly
+	// at its own size.
+	Buckets []int
 	// NoOverlap launches each kernel only once the one ahead has finished,
 	// instead of letting it start early and wait for that kernel's results
 	// on the device (programmatic dependent launch, compute capability 9.0
@@ -59,13 +64,14 @@ type GPUOptions struct {
 	MatMulMin int
 }
 
-// gpuBuckets are the step sizes a batch chunk is padded to; each has its
-// own graph. The largest is the most tokens one step runs.
-var gpuBuckets = []int{1, 2, 4, 8, 16, 32, 64}
-
-// gpuMaxBatch is the largest bucket: the most tokens of a step run from a
-// graph, and the most rows of logits one step computes.
+// gpuMaxBatch is the largest bucket there may be: the most tokens of a
+// step run from a graph, and the most rows of logits one step computes —
+// the matrix-vector kernels' batch.
 const gpuMaxBatch = kernels.MaxBatch
+
+// MaxBucket (buckets.go, untagged) names the same bound.
+var _ [MaxBucket - gpuMaxBatch]struct{}
+var _ [gpuMaxBatch - MaxBucket]struct{}
 
 // gpuMaxStep is the most tokens of one step. Steps of more than
 // gpuMaxBatch tokens (prompts) run eagerly at their exact size on the
@@ -112,6 +118,7 @@ type GPUEngine struct {
 	tiles, tileRows int
 	logits          []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
 	check           []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	buckets         Buckets             // the step sizes chunks are padded to (GPUOptions.Buckets)
 	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
 	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats           gpuGraphStats
@@ -159,6 +166,13 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.GraphCheck {
 		opts.Graphs = true
 	}
+	buckets := Buckets(opts.Buckets)
+	if buckets == nil {
+		buckets = DefaultBuckets()
+	}
+	if err := buckets.Validate(); err != nil {
+		return nil, fmt.Errorf("decode: cuda: graph buckets %v: %w", opts.Buckets, err)
+	}
 	if err := gpuSupports(m, opts.Preview); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
@@ -172,7 +186,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
+	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
 		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin}
 	if opts.MatMulMin > 0 {
 		e.matMulMin = opts.MatMulMin
@@ -394,13 +408,11 @@ func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []
 // chunkEnd is the end of the step that starts at token lo of b.
 func (e *GPUEngine) chunkEnd(b *Batch, lo int) int { return stepEnd(b, lo, e.stepRows, gpuMaxBatch) }
 
-// bucket is the smallest step size that holds n tokens: a graph bucket up
-// to gpuMaxBatch, n itself above.
-func bucket(n int) int {
-	for _, b := range gpuBuckets {
-		if n <= b {
-			return b
-		}
+// bucket is the step size that runs n tokens: the smallest graph bucket
+// that holds them, n itself above the largest bucket.
+func (e *GPUEngine) bucket(n int) int {
+	if i, ok := e.buckets.Choose(n); ok {
+		return e.buckets[i]
 	}
 	return n
 }
@@ -420,10 +432,15 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		return 0, err
 	}
 	nw := b.wanted()
+	e.stats.padded(B, n)
 	switch {
 	case wide(B):
 		e.stats.eagerSteps.Add(1)
 		if err := e.wideStep(B, nw); err != nil {
+			return 0, err
+		}
+	case B > e.buckets.Max(): // more tokens than a graph holds
+		if err := e.eagerStep(B); err != nil {
 			return 0, err
 		}
 	case e.opts.GraphCheck:
@@ -500,7 +517,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 // the list of those rows.
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
-	B := bucket(n)
+	B := e.bucket(n)
 	S, M := e.stepRows, gpuMaxBatch
 	r := r0
 	for i := 0; i < M; i++ {
@@ -549,5 +566,8 @@ func devicePick(p *Pick) kernels.Pick {
 // eagerStep launches the kernels of a step of B tokens one by one.
 func (e *GPUEngine) eagerStep(B int) error {
 	e.stats.eagerSteps.Add(1)
+	if s := e.stats.of(B); s != nil {
+		s.eagerSteps.Add(1)
+	}
 	return e.step(B)
 }

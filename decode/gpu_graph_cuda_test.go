@@ -69,10 +69,10 @@ func TestGPUGraphCheck(t *testing.T) {
 		}
 		steps := uint64(len(stepSizes)) // 16 tokens, buckets 1, 4, 2, 8, 1, 4
 		es, cs := eager.GraphStats(), checked.GraphStats()
-		if es != (GraphStats{EagerSteps: steps}) {
+		if es.GraphCounts != (GraphCounts{EagerSteps: steps}) {
 			t.Errorf("eager engine stats %+v, want %d eager steps only", es, steps)
 		}
-		if want := (GraphStats{Captures: 4, Replays: steps, EagerSteps: steps}); cs != want {
+		if want := (GraphCounts{Captures: 4, Replays: steps, EagerSteps: steps}); cs.GraphCounts != want {
 			t.Errorf("checked engine stats %+v, want %+v", cs, want)
 		}
 	})
@@ -175,7 +175,7 @@ func TestGPUCaptureFallback(t *testing.T) {
 			t.Errorf("warning lacks %q: %s", s, warnings[0])
 		}
 	}
-	if st, want := e.GraphStats(), (GraphStats{Captures: 1, Replays: 4, Fallbacks: 1, EagerSteps: 4}); st != want {
+	if st, want := e.GraphStats().GraphCounts, (GraphCounts{Captures: 1, Replays: 4, Fallbacks: 1, EagerSteps: 4}); st != want {
 		t.Errorf("stats %+v, want %+v", st, want)
 	}
 }

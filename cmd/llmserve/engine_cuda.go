@@ -12,6 +12,6 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 	return decode.NewGPUEngine(m, decode.GPUOptions{
 		Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs, NoOverlap: c.NoOverlap,
 		GraphDump: c.GraphDump, GraphCheck: c.GraphCheck, Warn: warn, Info: c.Info, Progress: c.Progress,
-		Deterministic: c.Deterministic,
+		Deterministic: c.Deterministic, Buckets: c.GraphBuckets,
 	})
 }

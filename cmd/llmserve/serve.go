@@ -40,6 +40,7 @@ type serveOptions struct {
 	noCUDAGraphs  bool
 	graphDump     string
 	graphCheck    bool
+	graphBuckets  decode.Buckets // --graph-buckets; nil: the default
 	noOverlap     bool
 	deterministic bool
 	apiKey        string
@@ -118,6 +119,7 @@ Flags (one or two dashes):
 	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU)")
 	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
+	fs.Func("graph-buckets", graphBucketsUsage, graphBucketsFlag(&o.graphBuckets))
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, overlapUsage)
 	fs.BoolVar(&o.deterministic, "deterministic", false, deterministicUsage)
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
@@ -328,7 +330,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	eng, desc, err := openEngine(m, engineConfig{
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
-		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap, Deterministic: o.deterministic,
+		GraphDump: o.graphDump, GraphCheck: o.graphCheck, GraphBuckets: o.graphBuckets, NoOverlap: o.noOverlap, Deterministic: o.deterministic,
 		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),

@@ -47,6 +47,7 @@ type serveOptions struct {
 	cors          string
 	timeout       time.Duration
 	shutdown      time.Duration
+	maxGap        time.Duration // --max-decode-gap; 0: off
 	queue         int
 	maxBody       int64
 	chatTemplate  string // a built-in format's name, or Jinja source
@@ -132,6 +133,7 @@ Flags (one or two dashes):
 		fs.Func(n, "longest time one generation request may run, in seconds or as a Go duration (0: no limit; default 10m)", durationFlag(&o.timeout))
 	}
 	fs.Func("shutdown-timeout", "how long shutdown waits for running requests, in seconds or as a Go duration (default 30s)", durationFlag(&o.shutdown))
+	fs.Func("max-decode-gap", "keep running streams' inter-token gap within this while prompts are processed: steps with decode tokens take only the prompt tokens that the measured step cost fits (at least 16), in seconds or as a Go duration (default 0: prompt chunks fill --batch-size)", durationFlag(&o.maxGap))
 	num(&o.queue, "queue", 64, "requests that may wait for a free slot; more get 429")
 	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
 	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
@@ -342,7 +344,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
 	logKVCache(log, eng, ctxSize)
 	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{
-		MaxQueue: o.queue, StepTokens: o.batch, NoPrefixCache: o.noPrefixCache,
+		MaxQueue: o.queue, StepTokens: o.batch, NoPrefixCache: o.noPrefixCache, MaxDecodeGap: o.maxGap,
 		OnPanic: func(where string, v any, stack []byte) {
 			log.Error().Str("where", where).Interface("panic", v).Bytes("stack", stack).Msg("recovered from a panic")
 		},

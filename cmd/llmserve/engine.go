@@ -46,12 +46,16 @@ type engineConfig struct {
 	KVShare                float64      // pool as a share of the available memory, when KVMemory is 0
 	Info                   func(string) // progress and diagnostics of the GPU engine; nil: none
 	Progress               decode.Progress
+	TP                     tpOptions // -tp, --split-mode, --nccl-lib
 }
 
 // openEngine opens the GPU engine when the configuration asks for it and the
 // build and machine have one, else the CPU engine. warn receives every
 // fallback. It returns the engine and a short description of it.
 func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, string, error) {
+	if err := checkTP(m, c.TP, c.GPULayers); err != nil {
+		return nil, "", err
+	}
 	if c.GPULayers != 0 {
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))

@@ -23,3 +23,6 @@ func Open(path string) (*Lib, error) {
 
 // Close does nothing.
 func (l *Lib) Close() error { return nil }
+
+// Path is empty: nothing was loaded.
+func (l *Lib) Path() string { return "" }

@@ -67,10 +67,15 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 				warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 			}
 			desc := "GPU, CUDA graphs on"
-			if !c.CUDAGraphs {
+			switch {
+			case c.TP.Ranks > 1:
+				desc = fmt.Sprintf("%d GPUs, tensor parallel, eager", c.TP.Ranks)
+			case !c.CUDAGraphs:
 				desc = "GPU, CUDA graphs off"
 			}
 			return e, desc, nil
+		case c.TP.Ranks > 1:
+			return nil, "", err // a split model has no CPU fallback
 		case c.GPULayers > 0 || !errors.Is(err, errNoGPU):
 			warn(fmt.Sprintf("GPU engine unavailable, running on the CPU: %v", err))
 		}

@@ -28,13 +28,14 @@ func addTPFlags(fs *flag.FlagSet, o *tpOptions) {
 	fs.StringVar(&o.NCCLLib, "nccl-lib", "", "`path` of libnccl.so.2 for -tp N > 1 (default: the loader's path, the system's and CUDA's lib folders, PyTorch's nvidia/nccl/lib)")
 }
 
-// errTPNotBuilt says that the split engine is not part of llmserve yet.
-var errTPNotBuilt = errors.New("the multi-GPU engine is not enabled yet")
+// errTPNotBuilt says that a split is not part of llmserve yet.
+var errTPNotBuilt = errors.New("not enabled yet")
 
 // checkTP refuses at start-up what the flags ask and the machine or model
 // cannot run, naming what is missing: a split mode or rank count that does
 // not fit, a model whose shapes do not split over the ranks, the CPU
-// engine, too few GPUs or no NCCL. One rank is today's single engine.
+// engine, too few GPUs or no NCCL. One rank is today's single engine; a
+// split that passes runs on the tensor-parallel GPU engine.
 func checkTP(m *model.Model, o tpOptions, gpuLayers int) error {
 	switch o.SplitMode {
 	case "", "none", "layer", "row":
@@ -68,6 +69,5 @@ func checkTP(m *model.Model, o tpOptions, gpuLayers int) error {
 	if err != nil {
 		return fmt.Errorf("-tp %d: %w", o.Ranks, err)
 	}
-	defer lib.Close()
-	return fmt.Errorf("-tp %d: %w (the plan splits the model, %d GPUs are present, NCCL loads from %s); run with -tp 1", o.Ranks, errTPNotBuilt, o.Ranks, lib.Path())
+	return lib.Close()
 }

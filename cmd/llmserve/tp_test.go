@@ -76,8 +76,12 @@ func TestTPStartupErrors(t *testing.T) {
 		want string
 	}{
 		{"generate on the CPU", func() error { return generateCmd([]string{"-m", path, "-n", "1", "-tp", "2", "-ngl", "0"}) }, "-ngl 0 asks for the CPU engine"},
-		{"bench shape", func() error { return benchTo(io.Discard, []string{"-m", path, "-p", "4", "-n", "1", "--tensor-parallel", "3"}) }, "8 query heads over 3 ranks"},
-		{"bench mode", func() error { return benchTo(io.Discard, []string{"-m", path, "-p", "4", "-n", "1", "-tp", "2", "-sm", "none"}) }, "none runs on one GPU"},
+		{"bench shape", func() error {
+			return benchTo(io.Discard, []string{"-m", path, "-p", "4", "-n", "1", "--tensor-parallel", "3"})
+		}, "8 query heads over 3 ranks"},
+		{"bench mode", func() error {
+			return benchTo(io.Discard, []string{"-m", path, "-p", "4", "-n", "1", "-tp", "2", "-sm", "none"})
+		}, "none runs on one GPU"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -215,3 +215,61 @@ func TestMergeBest(t *testing.T) {
 		}
 	}
 }
+
+// TestTPGoldenArchLogits splits the gemma2 (input scale, post-norms, soft
+// caps, tied output, one KV head replicated), phi3 (fused Q/K/V and
+// gate/up) and Mixtral-style models of ../shared/golden-arch, or checks
+// the refusal where the shapes do not split.
+func TestTPGoldenArchLogits(t *testing.T) {
+	cases := []struct {
+		name  string
+		ranks int
+		want  string // the refusal; "": it splits
+	}{
+		{"tiny-gemma2-F32", 2, ""},
+		{"tiny-gemma2-F32", 4, "2 query heads over 4 ranks"},
+		{"tiny-gemma2-Q8_0", 2, "columns [0, 16) do not fall on whole 32-value quant blocks"},
+		{"tiny-phi3-F32", 2, ""},
+		{"tiny-phi3-F32", 4, ""},
+		{"tiny-phi3-Q8_0", 2, ""},
+		{"tiny-phi3-Q8_0", 4, ""},
+		{"tiny-mixtral-F32", 2, "a mixture of 4 experts"},
+	}
+	dir := shared.Path(t, "golden-arch")
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/tp%d", tc.name, tc.ranks), func(t *testing.T) {
+			m := loadModel(t, "golden-arch/"+tc.name+".gguf")
+			e, err := NewTPCPUEngine(m, tc.ranks, CPUOptions{Context: 64})
+			if tc.want != "" {
+				if err == nil {
+					e.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("NewTPCPUEngine: %v, want an error containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			single, err := NewCPUEngine(m, CPUOptions{Context: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer single.Close()
+			want := forwardAll(t, single, goldenTokens, 0)
+			got := forwardAll(t, e, goldenTokens, 0)
+			ref := readF32s(t, filepath.Join(dir, tc.name+".logits.f32"))
+			self, tol := nmse.Of(got, want), tpSelfTolerance(tc.name)
+			gold, gtol := nmse.Of(got, ref), goldenArchTolerance(tc.name)
+			t.Logf("NMSE %.3g against the single engine (tolerance %.0e), %.3g against llama.cpp (%.0e)", self, tol, gold, gtol)
+			if self > tol {
+				t.Errorf("NMSE %.3g against the single engine exceeds %.0e", self, tol)
+			}
+			if gold > gtol {
+				t.Errorf("NMSE %.3g against llama.cpp exceeds %.0e", gold, gtol)
+			}
+		})
+	}
+}

@@ -117,25 +117,6 @@ func NewTPGPUEngine(m *model.Model, opts TPGPUOptions) (*TPGPUEngine, error) {
 	return t, nil
 }
 
-// withZeroRow appends an all-zero row to the shard's token_embd: every
-// type's zero bytes decode to zeros, so tokens another rank holds look up
-// that row and add nothing to the all-reduce. A tied output keeps reading
-// the vocabulary rows only (open trims it).
-func withZeroRow(s *model.Model) error {
-	t := s.Tensors[model.TokEmbd]
-	rb, err := t.Type.RowBytes(t.Dims[0])
-	if err != nil {
-		return fmt.Errorf("decode: %s: %w", t.Name, err)
-	}
-	z := &model.Tensor{Name: t.Name, Type: t.Type, Dims: []int64{t.Dims[0], t.Dims[1] + 1}}
-	z.Data = append(append(make([]byte, 0, int64(len(t.Data))+rb), t.Data...), make([]byte, rb)...)
-	if s.Tied() {
-		s.Tensors[model.Output] = z
-	}
-	s.Tensors[model.TokEmbd] = z
-	return nil
-}
-
 // loop runs the rank's work on one locked OS thread until Close.
 func (k *tpRank) loop() {
 	runtime.LockOSThread()
@@ -253,10 +234,7 @@ func (k *tpRank) chunk(b *Batch) error {
 	return e.dev.Context().Do(func() error {
 		n := b.Len()
 		for i, tok := range b.Tokens {
-			k.toks[i] = int32(k.span.Len()) // the zero row
-			if int(tok) >= k.span.Lo && int(tok) < k.span.Hi {
-				k.toks[i] = tok - int32(k.span.Lo)
-			}
+			k.toks[i] = shardRow(tok, k.span.Lo, k.span.Hi)
 		}
 		local := Batch{Tokens: k.toks[:n], Pos: b.Pos, Seq: b.Seq, Logits: b.Logits}
 		B, err := e.writeInputs(&local, nil, 0)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 
@@ -28,9 +27,6 @@ func addTPFlags(fs *flag.FlagSet, o *tpOptions) {
 	fs.StringVar(&o.NCCLLib, "nccl-lib", "", "`path` of libnccl.so.2 for -tp N > 1 (default: the loader's path, the system's and CUDA's lib folders, PyTorch's nvidia/nccl/lib)")
 }
 
-// errTPNotBuilt says that a split is not part of llmserve yet.
-var errTPNotBuilt = errors.New("not enabled yet")
-
 // checkTP refuses at start-up what the flags ask and the machine or model
 // cannot run, naming what is missing: a split mode or rank count that does
 // not fit, a model whose shapes do not split over the ranks, the CPU
@@ -50,7 +46,7 @@ func checkTP(m *model.Model, o tpOptions, gpuLayers int) error {
 	case o.SplitMode == "none":
 		return fmt.Errorf("-tp %d with --split-mode none: none runs on one GPU; use --split-mode row or leave -tp out", o.Ranks)
 	case o.SplitMode == "layer":
-		return fmt.Errorf("-tp %d --split-mode layer: %w for the layer split; use --split-mode row", o.Ranks, errTPNotBuilt)
+		return fmt.Errorf("-tp %d --split-mode layer: the layer split is not built yet; use --split-mode row", o.Ranks)
 	}
 	plan, err := model.PlanTP(&m.Config, o.Ranks)
 	if err != nil {

@@ -27,7 +27,7 @@ func TestCheckTP(t *testing.T) {
 		{"negative", tpOptions{Ranks: -2}, -1, "want a number of GPUs"},
 		{"bad mode", tpOptions{Ranks: 2, SplitMode: "rows"}, -1, `--split-mode "rows": want none, layer or row`},
 		{"none over two", tpOptions{Ranks: 2, SplitMode: "none"}, -1, "none runs on one GPU"},
-		{"layer", tpOptions{Ranks: 2, SplitMode: "layer"}, -1, "not enabled yet for the layer split"},
+		{"layer", tpOptions{Ranks: 2, SplitMode: "layer"}, -1, "the layer split is not built yet"},
 		{"heads do not split", tpOptions{Ranks: 3}, -1, "8 query heads over 3 ranks"},
 		{"cpu engine", tpOptions{Ranks: 2, SplitMode: "row"}, 0, "-ngl 0 asks for the CPU engine"},
 	}

@@ -46,6 +46,7 @@ func benchTo(w io.Writer, args []string) error {
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
 	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
+	addTPFlags(fs, &ec.TP)
 	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
 	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
 	cold := fs.Bool("cold-grammar", false, "give each constrained run a new grammar engine, so that no mask is cached before it (as for a grammar the server has not seen)")

@@ -64,12 +64,16 @@ type engineConfig struct {
 	KVShare                float64      // pool as a share of the available memory, when KVMemory is 0
 	Info                   func(string) // progress and diagnostics of the GPU engine; nil: none
 	Progress               decode.Progress
+	TP                     tpOptions // -tp, --split-mode, --nccl-lib
 }
 
 // openEngine opens the GPU engine when the configuration asks for it and the
 // build and machine have one, else the CPU engine. warn receives every
 // fallback. It returns the engine and a short description of it.
 func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, string, error) {
+	if err := checkTP(m, c.TP, c.GPULayers); err != nil {
+		return nil, "", err
+	}
 	if c.GPULayers != 0 {
 		if c.GPULayers > 0 && c.GPULayers < len(m.Layers) {
 			warn(fmt.Sprintf("partial offload is not supported: all %d layers run on the GPU (asked for %d)", len(m.Layers), c.GPULayers))
@@ -81,13 +85,18 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 				warn("the GPU engine keeps an f32 KV cache of one region per slot: --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 			}
 			desc := "GPU, CUDA graphs on"
-			if !c.CUDAGraphs {
+			switch {
+			case c.TP.Ranks > 1:
+				desc = fmt.Sprintf("%d GPUs, tensor parallel, eager", c.TP.Ranks)
+			case !c.CUDAGraphs:
 				desc = "GPU, CUDA graphs off"
 			}
 			if c.GraphBuckets != nil {
 				desc += " (buckets " + c.GraphBuckets.String() + ")"
 			}
 			return e, desc, nil
+		case c.TP.Ranks > 1:
+			return nil, "", err // a split model has no CPU fallback
 		case c.GPULayers > 0 || !errors.Is(err, errNoGPU):
 			warn(fmt.Sprintf("GPU engine unavailable, running on the CPU: %v", err))
 		}

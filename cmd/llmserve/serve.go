@@ -54,6 +54,7 @@ type serveOptions struct {
 	webuiPath     string // --webui-path: a folder served at / instead of the chat page
 	noWebUI       bool   // --no-webui: no page at /
 	noSlots       bool   // --no-slots: GET /slots answers 501
+	tp            tpOptions
 
 	// The KV cache (CPU engine): cell types, block size, pool budget,
 	// and whether requests may take prompt blocks from the prefix cache.
@@ -141,6 +142,7 @@ Flags (one or two dashes):
 	num(&o.kvBlock, "kv-block-size", decode.DefaultBlockSize, "`tokens` per block of the paged KV cache (CPU)")
 	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
 	fs.BoolVar(&o.noPrefixCache, "no-prefix-cache", false, "compute every prompt in full instead of taking cached KV blocks of its prefix from earlier or running requests")
+	addTPFlags(fs, &o.tp)
 	addCompatFlags(fs, o)
 	return fs
 }
@@ -336,6 +338,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),
+		TP:       o.tp,
 	}, func(s string) { log.Warn().Msg(s) })
 	if err != nil {
 		renderer.Close()

@@ -113,14 +113,13 @@ func (e *GPUEngine) op(layer int, name string, fn func() error) error {
 	return nil
 }
 
-// layer queues transformer block l; errors name the op after the tensors
-// it reads, as llama.cpp names them.
-func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
+// qkvAttention queues the normalized Q/K/V product of block l on the
+// matrix-vector kernels, the rotation with the cache write (inside the
+// product where the kernels allow, else as a launch of its own right
+// after it), and the attention into s.att.
+func (e *GPUEngine) qkvAttention(l, B int, x kernels.DevF32) error {
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
 	q, k, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
-	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
-	// The rotation and the cache write run inside the product where the
-	// kernels allow, else as a launch of their own right after it.
 	if err := e.op(l, "attn_norm+qkv+rope+cache_store", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
 			Segs: []kernels.MatVecSeg{{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]}, {W: w.mats[model.AttnK], Y: k, Bias: w.vecs[model.AttnKBias]}, {W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]}},
@@ -129,7 +128,15 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "attention", func() error { return e.attention(l, B) }); err != nil {
+	return e.op(l, "attention", func() error { return e.attention(l, B) })
+}
+
+// layer queues transformer block l; errors name the op after the tensors
+// it reads, as llama.cpp names them.
+func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
+	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
+	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
+	if err := e.qkvAttention(l, B, x); err != nil {
 		return err
 	}
 	if err := e.op(l, "attn_output+residual", func() error {

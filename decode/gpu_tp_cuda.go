@@ -288,7 +288,6 @@ func (k *tpRank) step(B int) error {
 func (k *tpRank) layer(l, B int, x kernels.DevF32) error {
 	e := k.e
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
-	q, kk, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
 	att, gate, up, part := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B), k.part.Slice(0, B)
 	reduced := func(name string, product func() error) error {
 		if err := e.op(l, name, product); err != nil {
@@ -299,15 +298,7 @@ func (k *tpRank) layer(l, B int, x kernels.DevF32) error {
 		}
 		return e.op(l, name+"_residual", func() error { return d.Add(x, part) })
 	}
-	if err := e.op(l, "attn_norm+qkv+rope+cache_store", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]}, {W: w.mats[model.AttnK], Y: kk, Bias: w.vecs[model.AttnKBias]}, {W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]}},
-			X:    x, Norm: w.vecs[model.AttnNorm], Eps: m.RMSEps, Rope: e.rope[l],
-		})
-	}); err != nil {
-		return err
-	}
-	if err := e.op(l, "attention", func() error { return e.attention(l, B) }); err != nil {
+	if err := e.qkvAttention(l, B, x); err != nil {
 		return err
 	}
 	if err := reduced("attn_output", func() error {

@@ -226,10 +226,16 @@ func mmqModelRandom(rng *rand.Rand, typ gguf.Type, rows, cols int) []byte {
 // fragments give (dw·q − mw, in float32 as gguf rounds it) equals
 // gguf.Dequantize's, on rows whose starts and blocks fall at every 4-byte
 // alignment a 2-byte aligned type allows, with no bytes after the matrix
-// (a read past it fails).
+// (a read past it fails). The 32-value types also run rows of 320 and 1088
+// values, whose last stage is half full: its two blocks past the row must
+// read as zero (scale and min 0, so that the zero activations there add
+// nothing, never 0·NaN).
 func TestMmqModelStages(t *testing.T) {
 	for _, k := range mmqModelKinds {
-		for _, cols := range []int{256, 768} {
+		for _, cols := range []int{256, 768, 320, 1088} {
+			if cols%256 != 0 && k.typ != gguf.TypeQ4_1 && k.typ != gguf.TypeQ5_0 && k.typ != gguf.TypeQ5_1 {
+				continue // whole 256-value blocks only
+			}
 			t.Run(fmt.Sprintf("%v/wide=%v/%d", k.typ, k.wide, cols), func(t *testing.T) {
 				const rows = 3
 				rng := rand.New(rand.NewPCG(uint64(k.typ), uint64(cols)))
@@ -244,13 +250,13 @@ func TestMmqModelStages(t *testing.T) {
 					wr, _ := WideRowBytes(k.typ, cols)
 					stride = int(wr)
 				}
-				checked := 0
+				checked, tail := 0, 0
 				for r := 0; r < rows; r++ {
 					want := make([]float32, cols)
 					if err := gguf.Dequantize(k.typ, data[r*int(rb):(r+1)*int(rb)], want); err != nil {
 						t.Fatal(err)
 					}
-					for s := 0; s < cols/128; s++ {
+					for s := 0; s < (cols+127)/128; s++ {
 						row := mmqModelStage(t, k.typ, k.wide, k.stride, w, r*stride, cols, s)
 						for j := 0; j < 4; j++ {
 							for tc := 0; tc < 4; tc++ {
@@ -263,6 +269,13 @@ func TestMmqModelStages(t *testing.T) {
 									q := int8(uint32(word) >> (8 * (i % 4)))
 									col := s*128 + 32*j + 16*half + 4*tc + i%4
 									got := float32(f.dw[half]*float32(q)) - f.mw[half]
+									if col >= cols {
+										if f.dw[half] != 0 || f.mw[half] != 0 || got != 0 {
+											t.Fatalf("row %d value %d past the row: q %d, d %g, m %g, want scale and min 0", r, col, q, f.dw[half], f.mw[half])
+										}
+										tail++
+										continue
+									}
 									if math.Float32bits(got) != math.Float32bits(want[col]) {
 										t.Fatalf("row %d value %d: %g from the stage (q %d, d %g, m %g), %g dequantized", r, col, got, q, f.dw[half], f.mw[half], want[col])
 									}
@@ -272,8 +285,8 @@ func TestMmqModelStages(t *testing.T) {
 						}
 					}
 				}
-				if checked != rows*cols {
-					t.Fatalf("checked %d values of %d", checked, rows*cols)
+				if checked != rows*cols || tail != rows*((cols+127)/128*128-cols) {
+					t.Fatalf("checked %d values of %d and %d past the rows", checked, rows*cols, tail)
 				}
 			})
 		}

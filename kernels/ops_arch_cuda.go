@@ -39,6 +39,11 @@ func (d *Device) GLU(op GLUOp) error {
 	if rows < 1 || f < 1 || op.GateStride < f || op.UpStride < f || op.Gate == 0 || op.Up == 0 || (op.Act != GLUSiLU && op.Act != GLUGELUTanh) {
 		return fmt.Errorf("kernels: glu: out %d×%d, gate stride %d, up stride %d, act %d", rows, f, op.GateStride, op.UpStride, op.Act)
 	}
+	// In place only over rows of F: with a longer stride a thread's write
+	// would land on values another thread has yet to read.
+	if (op.Out.Ptr == op.Gate && op.GateStride != f) || (op.Out.Ptr == op.Up && op.UpStride != f) {
+		return fmt.Errorf("kernels: glu: out at the gate or up rows of stride %d or %d, not %d", op.GateStride, op.UpStride, f)
+	}
 	n := rows * f
 	return d.launch("glu_act", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
 		cuda.P(op.Gate), cuda.P(op.Up), cuda.P(op.Out.Ptr), cuda.I(f), cuda.I(op.GateStride), cuda.I(op.UpStride), cuda.I(rows), cuda.I(int(op.Act)))

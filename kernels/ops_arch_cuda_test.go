@@ -59,6 +59,10 @@ func TestCUDAGLUArch(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkNMSE(t, "fused", read(t, out2), want, 1e-10)
+				in := g.f32(fused, rows, 2*ffn)
+				if err := dev.GLUFused(in, DevF32{Ptr: in.Ptr, Rows: rows, Cols: ffn}, act); err == nil {
+					t.Error("fused GLU written over its own input: no error")
+				}
 			})
 		}
 	}

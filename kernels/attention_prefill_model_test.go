@@ -86,21 +86,29 @@ type pfModelArgs struct {
 }
 
 // pfModel runs attention_prefill<float, D, BN, QREG> over the grid the Go
-// side launches.
-func pfModel(D, BN int, qreg bool, a pfModelArgs) {
+// side launches, and returns the first shared-memory race a block has
+// (see pfModelBlock).
+func pfModel(D, BN int, qreg bool, a pfModelArgs) error {
 	const threads, M = 128, 64
 	group := a.heads / a.kvHeads
 	grid := [3]int{(a.maxR*group + M - 1) / M, len(a.tiles) / 4, a.kvHeads}
 	for bz := 0; bz < grid[2]; bz++ {
 		for by := 0; by < grid[1]; by++ {
 			for bx := 0; bx < grid[0]; bx++ {
-				pfModelBlock(D, BN, qreg, a, grid, bx, by, bz)
+				if err := pfModelBlock(D, BN, qreg, a, grid, bx, by, bz); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
 }
 
-func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz int) {
+// pfModelBlock runs one block. The kernel's __syncthreads() split the
+// block's run into intervals in which its threads and warps run in any
+// order, so within one interval no shared value may be both written and
+// read, or written twice: the block's first such value is its error.
+func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz int) error {
 	const threads, M = 128, 64
 	PITCH, CH := D+8, D/8
 	STAGE, TILE := BN*CH/threads, BN*PITCH
@@ -111,6 +119,32 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 	smem := make([]float32, rowsSmem*PITCH)
 	for i := range smem {
 		smem[i] = float32(math.NaN()) // what no store wrote
+	}
+	// access[i] is what the current interval (named phase) did to value i
+	// of smem: 1 read it, 2 wrote it.
+	access := make([]uint8, len(smem))
+	phase := "staging of tile 0 and the queries"
+	var race error
+	touch := func(off, n int, write bool) {
+		for i := off; i < off+n; i++ {
+			if race == nil && access[i] != 0 && (write || access[i] == 2) {
+				what := [3]string{"", "read", "written"}[access[i]]
+				race = fmt.Errorf("block (%d, %d, %d), %s: shared value %d %s after it was %s, with no barrier between",
+					bx, by, bz, phase, i, map[bool]string{true: "written", false: "read"}[write], what)
+			}
+			if write {
+				access[i] = 2
+			} else if access[i] == 0 {
+				access[i] = 1
+			}
+		}
+	}
+	barrier := func(next string) { clear(access); phase = next }
+	ldsm4 := func(addr *[32]int, trans bool) [32][4]pfReg {
+		for l := range addr {
+			touch(addr[l], 8, false)
+		}
+		return pfLdsm4(smem, addr, trans)
 	}
 	kbuf := func(b int) int { return 2 * b * TILE }
 	vbuf := func(b int) int { return (2*b + 1) * TILE }
@@ -124,7 +158,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 	m0, mrows := chunk*M, rows*G
 	if rows < 1 || rows > a.maxR || row0 < 0 || row0 > a.batch-rows || seq < 0 || seq >= a.maxSeqs || pos0 < 0 ||
 		pos0 > a.ctx-rows || m0 >= mrows {
-		return
+		return nil
 	}
 	last := pos0 + (min(m0+M, mrows)-1)/G
 	ntiles := last/BN + 1
@@ -153,6 +187,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 			for i := 0; i < STAGE; i++ {
 				c := tid + i*threads
 				r, e := c/CH, (c%CH)*8
+				touch(buf+r*PITCH+e, 8, true)
 				for k := 0; k < 8; k++ {
 					smem[buf+r*PITCH+e+k] = pfHalf(kv[tid][i][k])
 				}
@@ -165,6 +200,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 	for tid := 0; tid < threads; tid++ {
 		for c := tid; c < M*CH; c += threads {
 			i, e, m := c/CH, (c%CH)*8, m0+c/CH
+			touch(qs+i*PITCH+e, 8, true)
 			for k := 0; k < 8; k++ {
 				v := float32(0)
 				if m < mrows && e < a.headDim {
@@ -175,6 +211,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 		}
 	}
 	put(vbuf(0))
+	barrier("the queries' fragments")
 
 	// Per warp and lane state.
 	type lane struct {
@@ -215,12 +252,17 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 			}
 			for kc := 0; kc < D/16; kc++ {
 				addr := qAddr(w, kc)
-				r := pfLdsm4(smem, &addr, false)
+				r := ldsm4(&addr, false)
 				for l := range ws.lanes {
 					ws.lanes[l].qf[kc] = r[l]
 				}
 			}
 		}
+	}
+	if qreg {
+		barrier("tile 0") // the queries' region is the second stage
+	} else {
+		phase = "tile 0 and the queries' fragments"
 	}
 	exp2 := func(x float32) float32 { return float32(math.Exp2(float64(x))) }
 
@@ -243,7 +285,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 					}
 				} else {
 					addr := qAddr(w, kc)
-					av = pfLdsm4(smem, &addr, false)
+					av = ldsm4(&addr, false)
 				}
 				for n := 0; n < BN/8; n += 2 {
 					var addr [32]int
@@ -251,7 +293,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 						ln := &ws.lanes[l]
 						addr[l] = ks + (8*n+(ln.lm>>1)*8+ln.lr)*PITCH + kc*16 + (ln.lm&1)*8
 					}
-					kb := pfLdsm4(smem, &addr, false)
+					kb := ldsm4(&addr, false)
 					var b0, b1 [32][2]pfReg
 					for l := 0; l < 32; l++ {
 						b0[l] = [2]pfReg{kb[l][0], kb[l][1]}
@@ -322,7 +364,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 						ln := &ws.lanes[l]
 						addr[l] = vs + (16*kk+(ln.lm&1)*8+ln.lr)*PITCH + 8*d + (ln.lm>>1)*8
 					}
-					vb := pfLdsm4(smem, &addr, true)
+					vb := ldsm4(&addr, true)
 					var b0, b1 [32][2]pfReg
 					var o0, o1 [32][4]float32
 					for l := 0; l < 32; l++ {
@@ -346,6 +388,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 			load(a.vc, j+1)
 			put(vbuf(b ^ 1))
 		}
+		barrier(fmt.Sprintf("tile %d", j+1))
 	}
 
 	for w := range warps {
@@ -379,6 +422,7 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 			}
 		}
 	}
+	return race
 }
 
 // refCausalAttention is the f64 reference of attention over a cache
@@ -527,9 +571,11 @@ func TestPrefillModel(t *testing.T) {
 			}
 			dim := prefillKernelDim(c.headDim)
 			bn, qreg := map[int]int{64: 64, 128: 32, 256: 16}[dim], dim != 256
-			pfModel(dim, bn, qreg, pfModelArgs{q: q, out: out, kc: kc, vc: vc, tiles: words, batch: B, heads: c.heads,
+			if err := pfModel(dim, bn, qreg, pfModelArgs{q: q, out: out, kc: kc, vc: vc, tiles: words, batch: B, heads: c.heads,
 				kvHeads: c.kvHeads, headDim: c.headDim, ctx: ctx, maxSeqs: maxSeqs, maxR: maxRows,
-				scaleLog2: float32(math.Log2E / math.Sqrt(float64(c.headDim)))})
+				scaleLog2: float32(math.Log2E / math.Sqrt(float64(c.headDim)))}); err != nil {
+				t.Fatal(err)
+			}
 			want := refCausalAttention(q, kc, vc, seq, pos, c.heads, c.kvHeads, c.headDim, ctx, 1)
 			e, touched := comparePrefill(out, want)
 			t.Logf("NMSE %.3g", e)
@@ -559,9 +605,11 @@ func TestPrefillModelBatchInvariant(t *testing.T) {
 			for _, tile := range []int{64, 16, 5, 1} {
 				words, maxRows := PrefillTileTable(PrefillTiles(seq, pos, tile))
 				out := make([]float32, len(q))
-				pfModel(dim, bn, qreg, pfModelArgs{q: q, out: out, kc: kc, vc: vc, tiles: words, batch: B, heads: c.heads,
+				if err := pfModel(dim, bn, qreg, pfModelArgs{q: q, out: out, kc: kc, vc: vc, tiles: words, batch: B, heads: c.heads,
 					kvHeads: c.kvHeads, headDim: c.headDim, ctx: ctx, maxSeqs: maxSeqs, maxR: maxRows,
-					scaleLog2: float32(math.Log2E / math.Sqrt(float64(c.headDim)))})
+					scaleLog2: float32(math.Log2E / math.Sqrt(float64(c.headDim)))}); err != nil {
+					t.Fatal(err)
+				}
 				if first == nil {
 					first = out
 					continue

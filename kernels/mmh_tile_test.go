@@ -13,8 +13,10 @@ import (
 // against models of ldmatrix and mma.sync m16n8k16 written from the
 // fragment layouts of the PTX ISA. It checks that the mapping computes
 // X·Wᵀ, that no fragment reads padding, an unfilled buffer or one still
-// being copied into, that every shared and global 16-byte access is
-// aligned, and that each ldmatrix phase reads eight distinct bank groups.
+// being copied into, that no value is read or refilled without a barrier
+// between its copy and the reads (the kernel's __syncthreads()), that
+// every shared and global 16-byte access is aligned, and that each
+// ldmatrix phase reads eight distinct bank groups.
 
 // mmhModelLane is one lane's registers: four 32-bit registers of two
 // 16-bit values each (low half first).
@@ -95,6 +97,14 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 			for i := range smem {
 				smem[i] = math.NaN()
 			}
+			// The kernel's barriers split its run into intervals. A value of
+			// smem may not be read while a copy into it is in flight or has
+			// landed with no barrier since (a thread's wait covers its own
+			// copies only), nor a copy be issued into a value the interval
+			// reads (other warps may still be reading it).
+			unsynced := make([]bool, len(smem))      // a copy into the value is in flight, or landed since the last barrier
+			read := make([]bool, len(smem))          // the current interval has read the value
+			var landed []int                         // the first values of the copies landed since the last barrier
 			held := make([]int, stagesInFlight)      // the stage each buffer was last filled with, -1: none
 			inFlight := make([]bool, stagesInFlight) // copies into the buffer not yet waited for
 			consumed := map[int]bool{}
@@ -120,6 +130,12 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 						dst := dst0 + i*LDS + 8*c
 						if dst%8 != 0 {
 							return fmt.Errorf("shared copy at value %d: not 16-byte aligned", dst)
+						}
+						for v := dst; v < dst+8; v++ {
+							if read[v] {
+								return fmt.Errorf("stage %d: copy into shared value %d issued in the interval that reads it", s, v)
+							}
+							unsynced[v] = true
 						}
 						vals := make([]float64, 8)
 						if r < limit && k < cols {
@@ -161,11 +177,33 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 					queue = queue[1:]
 					for _, c := range gr.copies {
 						copy(smem[c.dst:c.dst+8], c.src)
+						landed = append(landed, c.dst)
 					}
 					if gr.buf >= 0 {
 						inFlight[gr.buf] = false
 					}
 				}
+			}
+			barrier := func() {
+				for _, d := range landed {
+					for v := d; v < d+8; v++ {
+						unsynced[v] = false
+					}
+				}
+				landed = nil
+				clear(read)
+			}
+			// readFrag notes the reads of one ldmatrix.x4.
+			readFrag := func(addr [32]int, s int) error {
+				for _, a := range addr {
+					for v := a; v < a+8; v++ {
+						if unsynced[v] {
+							return fmt.Errorf("stage %d: shared value %d read while a copy into it is in flight or with no barrier since it landed", s, v)
+						}
+						read[v] = true
+					}
+				}
+				return nil
 			}
 			for i := range held {
 				held[i] = -1
@@ -185,6 +223,7 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 			}
 			for s := 0; s < stages; s++ {
 				wait(stagesInFlight - 2)
+				barrier()
 				if n := s + stagesInFlight - 1; n < stages {
 					if err := load(n); err != nil {
 						return err
@@ -210,6 +249,9 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 							if err := mmhCheckLdmatrix(addr, sw, BM, BK, LDS); err != nil {
 								return fmt.Errorf("A fragment %d: %w", mi, err)
 							}
+							if err := readFrag(addr, s); err != nil {
+								return err
+							}
 							a[mi] = mmhLdmatrixX4(smem, addr)
 						}
 						for nj := 0; nj < NT/2; nj++ {
@@ -220,6 +262,9 @@ func mmhModel(tile mmhTile, w, x, y []float64, rows, cols, batch int, accumulate
 							}
 							if err := mmhCheckLdmatrix(addr, sx, BN, BK, LDS); err != nil {
 								return fmt.Errorf("B fragments %d: %w", nj, err)
+							}
+							if err := readFrag(addr, s); err != nil {
+								return err
 							}
 							r := mmhLdmatrixX4(smem, addr)
 							for l := 0; l < 32; l++ {

@@ -121,9 +121,30 @@ func TestGPUPrefill(t *testing.T) {
 	})
 }
 
+// verifiedKernel says whether a kernel the engine launches without
+// GPUOptions.Preview is one that has passed its tests on a device: no
+// preview family (mmq_prep, mmh, the prompt attention, the executor's
+// ops_arch kernels) and mmq only for the verified layouts.
+func verifiedKernel(name string) bool {
+	for _, p := range []string{"mmq_prep", "mmh_", "attention_prefill", "attention_arch", "moe_", "glu_act", "softcap_f32", "scale_f32", "copy_cols"} {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	if strings.HasPrefix(name, "mmq_") && name != "mmq_quantize" {
+		for _, k := range []string{"mmq_q4_0_", "mmq_q8_0_", "mmq_q8_0_wide_", "mmq_q4_k_", "mmq_q5_k_"} {
+			if strings.HasPrefix(name, k) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
 // TestGPUProfilePrompt profiles one 100-token prompt step: the layers run
-// the tensor-core sequence of operations, and only the wanted row reaches
-// the output projection.
+// the tensor-core sequence of operations, only the wanted row reaches the
+// output projection, and (without the preview) only verified kernels run.
 func TestGPUProfilePrompt(t *testing.T) {
 	m := loadModel(t, "golden/tiny-qwen2-Q4_K_M.gguf")
 	e := openGPU(t, m, GPUOptions{Context: 128, Graphs: true})
@@ -144,6 +165,9 @@ func TestGPUProfilePrompt(t *testing.T) {
 	ops := map[string]bool{}
 	for _, k := range ts {
 		ops[k.Op] = true
+		if !verifiedKernel(k.Kernel) {
+			t.Errorf("without the preview, the prompt step launched %s (op %s), a kernel not yet verified on a device", k.Kernel, k.Op)
+		}
 		if !(k.Micros > 0) || k.Kernel == "" {
 			t.Errorf("launch %+v: no kernel name or no time", k)
 		}

@@ -90,7 +90,12 @@ clean:
 # `make test-cuda` checks the fat binaries are fresh, builds the cuda test
 # binaries into .gpu/ and, where a GPU is present, runs them; it ends with
 # "N passed, N failed".
-.PHONY: kernels test-cuda
+# `make gpu-bundle` packs the cuda test binaries, llmserve and the shared
+# data into .gpu/ for a GPU machine without Go (scripts/gpu-bundle.sh).
+.PHONY: kernels test-cuda gpu-bundle
+gpu-bundle:
+	bash scripts/gpu-bundle.sh
+
 kernels:
 	bash scripts/gpu-fatbin.sh
 

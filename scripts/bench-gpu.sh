@@ -42,7 +42,11 @@
 #   SCHEMA=1 LOGDIR=$OUT bash .gpu/scripts/bench-gpu.sh 1b/Q4_K_M
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd) # the repository, or .gpu when run as .gpu/scripts/bench-gpu.sh
-first() { for f in "$@"; do [ -e "$f" ] || [ -e "$f.gz" ] && { echo "$f"; return; }; done; echo "$1"; }
+first() { for f in "$@"; do [ -e "$f" ] || [ -e "$f.gz" ] || [ -e "$f.xz" ] && { echo "$f"; return; }; done; echo "$1"; }
+# A bundle from scripts/gpu-bundle.sh carries the shared data as .gpu/shared.txz.
+if [ -e "$root/.gpu/shared.txz" ] && [ ! -d "$root/.gpu/shared" ]; then
+	(cd "$root/.gpu" && { tar xJf shared.txz 2>/dev/null || python3 -c "import tarfile; tarfile.open('shared.txz').extractall()"; })
+fi
 LLMSERVE=${LLMSERVE:-$(first "$root/.gpu/llmserve" "$root/llmserve")}
 VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$root/shared/vocab/ggml-vocab-llama-bpe.gguf")}
 LOGDIR=${LOGDIR:-.gpu/logs}
@@ -58,6 +62,9 @@ MODELS=("$@")
 [ ${#MODELS[@]} -gt 0 ] || MODELS=(1b/Q4_K_M 1b/Q8_0 1b/F16 8b/Q4_K_M 8b/Q8_0 8b/F16)
 mkdir -p "$LOGDIR"
 if [ ! -e "$LLMSERVE" ] && [ -e "$LLMSERVE.gz" ]; then gunzip -f "$LLMSERVE.gz" && chmod +x "$LLMSERVE"; fi
+if [ ! -e "$LLMSERVE" ] && [ -e "$LLMSERVE.xz" ]; then
+	{ xz -d -f "$LLMSERVE.xz" 2>/dev/null || python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" "$LLMSERVE.xz"; } && chmod +x "$LLMSERVE"
+fi
 nvidia-smi -L >/dev/null 2>&1 || { echo "bench-gpu: no GPU here" >&2; exit 1; }
 [ -x "$LLMSERVE" ] || { echo "bench-gpu: no llmserve binary at $LLMSERVE (go build -tags cuda -o $LLMSERVE ./cmd/llmserve)" >&2; exit 1; }
 [ -f "$VOCAB" ] || { echo "bench-gpu: no vocabulary at $VOCAB" >&2; exit 1; }

@@ -28,6 +28,17 @@ for gz in .gpu/*.test.gz; do
 	[ -e "$gz" ] || continue
 	gunzip -f "$gz" && chmod +x "${gz%.gz}" || exit 1
 done
+# A bundle from scripts/gpu-bundle.sh: xz-compressed binaries and the shared
+# data (python3's lzma where xz is missing).
+unxz_py() { python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" "$1"; }
+for x in .gpu/*.test.xz .gpu/llmserve.xz; do
+	[ -e "$x" ] || continue
+	{ xz -d -f "$x" 2>/dev/null || { unxz_py "$x" && rm -f "$x"; }; } && chmod +x "${x%.xz}" || exit 1
+done
+if [ -e .gpu/shared.txz ]; then
+	(cd .gpu && { tar xJf shared.txz 2>/dev/null || python3 -c "import tarfile; tarfile.open('shared.txz').extractall()"; }) || exit 1
+	export LLMSERVE_SHARED=${LLMSERVE_SHARED:-$PWD/.gpu/shared}
+fi
 pass=0 fail=0
 for bin in .gpu/*.test; do
 	[ -x "$bin" ] || continue

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds everything a GPU machine without Go needs into .gpu/ (git-ignored),
+# small enough to travel beside the working tree (64 MiB together on the
+# device tool): the cuda-tagged test binaries of every package that has CUDA
+# tests and the llmserve binary, xz-compressed, and the shared test data the
+# GPU tests read (golden, golden-arch, stories260K, the llama-bpe vocabulary)
+# as .gpu/shared.txz. On the GPU machine, scripts/gpu-test.sh and
+# scripts/bench-gpu.sh unpack them. Run from the repository; needs Go, xz
+# and ../shared (or SHARED=DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+[ -d "$SHARED/golden" ] || { echo "gpu-bundle: no shared data at $SHARED" >&2; exit 1; }
+command -v xz >/dev/null || { echo "gpu-bundle: xz not found" >&2; exit 1; }
+rm -rf .gpu
+mkdir -p .gpu/shared/models .gpu/shared/vocab
+for pkg in $(go list -tags cuda -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./...); do
+	dir=${pkg#llmserve/}
+	if ls "$dir"/*_cuda_test.go >/dev/null 2>&1; then
+		name=$(echo "$dir" | tr / _)
+		echo "gpu-bundle: $pkg -> .gpu/$name.test"
+		go test -c -tags cuda -ldflags='-s -w' -o ".gpu/$name.test" "./$dir"
+	fi
+done
+go build -tags cuda -ldflags='-s -w' -o .gpu/llmserve ./cmd/llmserve
+cp -r "$SHARED/golden" "$SHARED/golden-arch" .gpu/shared/
+cp "$SHARED"/models/stories260K* .gpu/shared/models/
+cp "$SHARED/vocab/ggml-vocab-llama-bpe.gguf" .gpu/shared/vocab/
+(cd .gpu && tar cJf shared.txz shared && rm -rf shared)
+xz -T0 -6 -f .gpu/*.test .gpu/llmserve
+tracked=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+bundle=$(du -cb .gpu | tail -1 | cut -f1)
+echo "gpu-bundle: .gpu is $((bundle / 1048576)) MiB, the tracked tree $((tracked / 1048576)) MiB (64 MiB travel together)"
+[ $((bundle + tracked)) -le $((64 * 1048576)) ] || { echo "gpu-bundle: over 64 MiB" >&2; exit 1; }

@@ -12,61 +12,6 @@ import (
 	"llmserve/internal/cuda"
 )
 
-// maskKinds are the masks the masked-pick tests give their rows.
-var maskKinds = []string{"all", "one", "none", "half", "sparse", "unflagged"}
-
-// randMask is a mask of kind over n tokens, as Words words of uint64.
-func randMask(rng *rand.Rand, kind string, n, words int) []uint64 {
-	m := make([]uint64, words)
-	for i := range n {
-		var on bool
-		switch kind {
-		case "all", "unflagged":
-			on = true
-		case "half":
-			on = rng.IntN(2) == 0
-		case "sparse":
-			on = rng.IntN(200) == 0
-		}
-		if on {
-			m[i/64] |= 1 << (i % 64)
-		}
-	}
-	if kind == "one" {
-		i := rng.IntN(n)
-		m[i/64] |= 1 << (i % 64)
-	}
-	return m
-}
-
-// maskedRow is x as sample_mask leaves it under mask m: -Inf where m bans a
-// token or x is NaN, the largest float for +Inf. alive says whether a
-// finite logit is left.
-func maskedRow(x []float32, m []uint64) (out []float32, alive bool) {
-	out = make([]float32, len(x))
-	for i, v := range x {
-		switch {
-		case m[i/64]>>(i%64)&1 == 0 || v != v:
-			out[i] = float32(math.Inf(-1))
-		case v > math.MaxFloat32:
-			out[i] = math.MaxFloat32
-		default:
-			out[i] = v
-		}
-		alive = alive || !math.IsInf(float64(out[i]), -1)
-	}
-	return out, alive
-}
-
-// words32 is m as the uint32 words of its little-endian bytes.
-func words32(m []uint64) []uint32 {
-	w := make([]uint32, 2*len(m))
-	for i, v := range m {
-		w[2*i], w[2*i+1] = uint32(v), uint32(v>>32)
-	}
-	return w
-}
-
 // TestSampleMasked checks SampleMasked against refPick of the masked rows
 // over random logits (NaN, infinities and ties among them) and random
 // masks — all allowed, one, none, half, sparse, and rows without a flag —

@@ -65,7 +65,7 @@ func TestGPUMaskedPick(t *testing.T) {
 			{SamplerParams{}, "all"}, {SamplerParams{}, "one"}, {SamplerParams{}, "none"}, {SamplerParams{}, "half"}, {SamplerParams{}, "sparse"},
 			{SamplerParams{Temperature: 0.8, TopK: 20}, "half"},
 			{SamplerParams{Temperature: 1, TopK: 40, TopP: 0.9, MinP: 0.05}, "all"},
-			{SamplerParams{Temperature: 1}, "sparse"},
+			{SamplerParams{Temperature: 1, TopK: 100}, "sparse"},
 			{SamplerParams{Temperature: 1, MinP: 0.2}, "one"},
 			{SamplerParams{}, ""},
 		}},

@@ -76,12 +76,19 @@ type PagedEngine interface {
 // row of logits: greedy at Temperature ≤ 0, else top-k, top-p, min-p and
 // temperature in that order, then the first candidate whose cumulative
 // probability passes U (best first after top-k or top-p, in token order
-// otherwise), as Sampler does.
+// otherwise), as Sampler does. With a Mask, the tokens it does not allow
+// count as -Inf before all of that (NaN as -Inf, +Inf as the largest
+// float, as the host's constrained pick reads them).
 type Pick struct {
 	Temperature float32
 	TopK        int
 	TopP, MinP  float32
 	U           float32 // the uniform draw in [0, 1)
+	// Mask, when not nil, holds maskWords(VocabSize) words: bit i%64 of
+	// word i/64 set where token i is allowed. Only a MaskPicker whose
+	// PicksMasks is true applies it; it aliases the sampler's buffer until
+	// the sampler's next Pick or Sample.
+	Mask []uint64
 }
 
 // Picker is an Engine that picks tokens where the logits are, so that only
@@ -90,10 +97,22 @@ type Picker interface {
 	Engine
 	// ForwardPick runs one step like Forward. For the r-th token with
 	// Logits set it picks a token with picks[r] into toks[r]; where
-	// picks[r] is nil, or the engine cannot apply it, toks[r] is -1 and the
-	// row's logits are copied to logits[r*VocabSize:], so that the caller
-	// picks on the host.
+	// picks[r] is nil, or the engine cannot apply it (a Mask without
+	// PicksMasks among them), toks[r] is -1 and the row's logits are copied
+	// to logits[r*VocabSize:], so that the caller picks on the host.
 	ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []float32) error
+}
+
+// MaskPicker is a Picker that may also apply a constraint's mask where the
+// logits are (Pick.Mask), so that a constrained row costs the host its
+// mask and nothing else.
+type MaskPicker interface {
+	Picker
+	// PicksMasks reports whether ForwardPick applies Pick.Mask. When it
+	// does, a masked row none of whose allowed tokens has a finite logit
+	// gets -1 (and its logits, which may hold -Inf where the mask bans a
+	// token: the host's pick under the same mask reads them the same).
+	PicksMasks() bool
 }
 
 // check validates b against an engine's vocabulary, context and slots, and

@@ -54,9 +54,10 @@ type GPUOptions struct {
 	// Preview also runs the kernels not yet verified on a device: the
 	// tensor-core products of the types beyond Q4_0, Q8_0, Q4_K and Q5_K
 	// (Q6_K among them) and of F16/BF16 weights, the inputs of the products
-	// computed as they are rounded, and prompt attention on the tensor
-	// cores. The environment variable LLMSERVE_GPU_PREVIEW=1 turns it on
-	// too.
+	// computed as they are rounded, prompt attention on the tensor
+	// cores, and the constrained rows picked on the device with their
+	// masks (sample_mask.cu, PicksMasks). The environment variable
+	// LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
@@ -102,9 +103,16 @@ type GPUEngine struct {
 	kv     []kernels.DevKVCache    // [layer]
 	rope   []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
 	s      gpuScratch              // device activations for stepRows tokens
-	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then picked
-	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch], prompt tiles [stepRows][4]
+	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn, picked, then (with masks) the masked picks and the masks
+	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch], prompt tiles [stepRows][4], mask flags [gpuMaxBatch]
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
+	// masks says whether constrained rows are picked on the device
+	// (GPUOptions.Preview): sample_mask applies the masks of the flagged
+	// rows before sample. hostMask stages them ([gpuMaxBatch][2*maskWords(Vocab)]
+	// words; nil without masks), maskAt is their word offset in e.in.
+	masks    bool
+	hostMask []uint32
+	maskAt   int
 	// stepRows is the most tokens of one step: gpuMaxStep, or gpuMaxBatch
 	// in deterministic mode.
 	stepRows int
@@ -147,6 +155,10 @@ type gpuScratch struct {
 	wanted   kernels.DevI32 // [gpuMaxBatch] view of in: the rows whose logits a step over gpuMaxBatch computes
 	tiles    cuda.DevPtr    // [stepRows][4] view of in: the prompt tiles of a step over gpuMaxBatch (kernels.PrefillTile)
 	picked   kernels.DevI32 // [gpuMaxBatch] view of in: the picked tokens
+	// With masks (GPUEngine.masks): views of in.
+	maskRows  kernels.DevI32 // [gpuMaxBatch] nonzero where the row's pick carries a mask
+	maskPicks cuda.DevPtr    // [gpuMaxBatch][kernels.PickWords] the picks sample reads after sample_mask
+	masks     cuda.DevPtr    // [gpuMaxBatch][maskWords(Vocab)] uint64 masks, 8-byte aligned
 }
 
 // NewGPUEngine uploads m to CUDA device opts.Device.
@@ -187,7 +199,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
-		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin}
+		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: opts.Preview}
 	if opts.MatMulMin > 0 {
 		e.matMulMin = opts.MatMulMin
 	}
@@ -223,12 +235,19 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2+4*S/gpuMaxBatch)
+	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+3+4*S/gpuMaxBatch)
 	if err != nil {
 		return err
 	}
+	var maskBytes int64 // the masked picks and the masks, with a word of alignment
+	if e.masks {
+		if maskBytes, err = sizeProduct("buffers", 4, gpuMaxBatch, kernels.PickWords+2*maskWords(m.Vocab)); err != nil {
+			return err
+		}
+		maskBytes += 4
+	}
 	mmBytes := kernels.MatMulsScratchBytes(S, max(m.Embd, m.Heads*m.HeadDim, m.FFN))
-	bufBytes, err := sizeSum("buffers", rowBytes, outBytes, mmBytes)
+	bufBytes, err := sizeSum("buffers", rowBytes, outBytes, maskBytes, mmBytes)
 	if err != nil {
 		return err
 	}
@@ -300,8 +319,16 @@ func (e *GPUEngine) init() error {
 	if err := e.initExec(); err != nil {
 		return err
 	}
-	inWords := 3*S + (kernels.PickWords+1)*M + 4*S
-	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
+	inWords := 3*S + (kernels.PickWords+1)*M + 4*S + M
+	total := inWords + M
+	if e.masks {
+		// The masks start 8-byte aligned after the masked picks.
+		e.maskAt = inWords + M + kernels.PickWords*M
+		e.maskAt += e.maskAt % 2
+		total = e.maskAt + 2*maskWords(m.Vocab)*M
+		e.hostMask = make([]uint32, 2*maskWords(m.Vocab)*M)
+	}
+	if e.in, err = e.alloc("step inputs", int64(total)*4); err != nil {
 		return err
 	}
 	at := func(word int) cuda.DevPtr { return e.in.Ptr().Add(4 * int64(word)) }
@@ -311,7 +338,11 @@ func (e *GPUEngine) init() error {
 	e.s.picks = at(3 * S)
 	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
 	e.s.tiles = at(3*S + (kernels.PickWords+1)*M)
+	e.s.maskRows = kernels.DevI32{Ptr: at(3*S + (kernels.PickWords+1)*M + 4*S), Len: M}
 	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
+	if e.masks {
+		e.s.maskPicks, e.s.masks = at(inWords+M), at(e.maskAt)
+	}
 	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
@@ -344,6 +375,17 @@ func (e *GPUEngine) alloc(name string, size int64) (*cuda.Buffer, error) {
 
 // VocabSize is the number of logits per token.
 func (e *GPUEngine) VocabSize() int { return e.m.Vocab }
+
+// PicksMasks reports whether ForwardPick applies the masks of constrained
+// picks (MaskPicker): with GPUOptions.Preview only, until sample_mask.cu
+// has run on a device.
+func (e *GPUEngine) PicksMasks() bool { return e.masks }
+
+// applies says whether the device picks with p: a pick with a mask needs
+// masks on and a mask of the vocabulary's words.
+func (e *GPUEngine) applies(p *Pick) bool {
+	return p != nil && (p.Mask == nil || e.masks && len(p.Mask) == maskWords(e.m.Vocab))
+}
 
 // ContextSize is the number of positions per sequence.
 func (e *GPUEngine) ContextSize() int { return e.opts.Context }
@@ -478,7 +520,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		}
 		if picks != nil {
 			toks[r] = -1
-			if picks[r] != nil {
+			if e.applies(picks[r]) {
 				toks[r] = e.picked[out(i, r-r0)]
 			}
 		}
@@ -514,14 +556,20 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 // writeInputs queues the upload of b's tokens, positions, sequences and
 // picks (wanted rows numbered from r0), padded to its bucket, which it
 // returns. A wide step's picks go by rank among the wanted rows, beside
-// the list of those rows.
+// the list of those rows. The masks of masked picks go to the same slots
+// of the mask region, in one copy over the slots from the first masked
+// row to the last.
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
 	B := e.bucket(n)
 	S, M := e.stepRows, gpuMaxBatch
+	flags := 3*S + (kernels.PickWords+1)*M + 4*S
+	words := 2 * maskWords(e.m.Vocab) // uint32 words of a mask
+	maskLo, maskHi := M, -1           // masked slots
 	r := r0
 	for i := 0; i < M; i++ {
 		kernels.Pick{Mode: kernels.PickNone}.Encode(e.hostIn[3*S+i*kernels.PickWords:])
+		e.hostIn[flags+i] = 0
 	}
 	for i := 0; i < B; i++ {
 		tok, pos, seq := int32(0), int32(0), int32(-1)
@@ -533,8 +581,15 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 					slot = r - r0
 					e.hostIn[3*S+kernels.PickWords*M+slot] = uint32(i)
 				}
-				if picks != nil && picks[r] != nil {
+				if picks != nil && e.applies(picks[r]) {
 					devicePick(picks[r]).Encode(e.hostIn[3*S+slot*kernels.PickWords:])
+					if mask := picks[r].Mask; mask != nil {
+						e.hostIn[flags+slot] = 1
+						for w, bits := range mask {
+							e.hostMask[slot*words+2*w], e.hostMask[slot*words+2*w+1] = uint32(bits), uint32(bits>>32)
+						}
+						maskLo, maskHi = min(maskLo, slot), max(maskHi, slot)
+					}
 				}
 				r++
 			}
@@ -550,6 +605,11 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 			e.hostIn[at+i] = uint32(w)
 		}
 		e.tiles, e.tileRows = len(tiles), rows
+	}
+	if maskHi >= 0 {
+		if err := e.in.Write(4*int64(e.maskAt+maskLo*words), cuda.AsBytes(e.hostMask[maskLo*words:(maskHi+1)*words])); err != nil {
+			return 0, err
+		}
 	}
 	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
 }

@@ -66,7 +66,11 @@ func (e *GPUEngine) output(x kernels.DevF32) error {
 		return err
 	}
 	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, n), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: n})
+		out := kernels.DevI32{Ptr: s.picked.Ptr, Len: n}
+		if e.masks { // the masks of the flagged rows first (sample_mask.cu)
+			return d.SampleMasked(s.logits.Slice(0, n), s.picks, kernels.SampleMasks{Flags: s.maskRows, Masks: s.masks, Words: maskWords(m.Vocab), Picks: s.maskPicks}, out)
+		}
+		return d.Sample(s.logits.Slice(0, n), s.picks, out)
 	})
 }
 

@@ -40,7 +40,8 @@ type SamplerParams struct {
 	Samplers            []string // order of the chain (llama.cpp names, see parseOrder); nil: llama.cpp's default; Temperature <= 0 stays greedy
 
 	// Constraint bans the tokens it does not allow, after the logit bias
-	// (on the host only); nil: off. See sample_mask.go.
+	// (on the host, or on an engine that applies masks: MaskPicker); nil:
+	// off. See sample_mask.go.
 	Constraint Constraint
 }
 
@@ -93,6 +94,7 @@ type Sampler struct {
 	rng   *rand.Rand
 	order []samplerStep // the truncating chain, in order
 	host  bool          // some active sampler runs only on the host
+	chain bool          // some active sampler other than the constraint runs only on the host
 
 	cands  []candidate    // [vocab] working copy of the logits
 	bias   []TokenLogprob // logit bias entries (ID, added value), sorted by ID
@@ -158,8 +160,9 @@ func NewSamplerText(p SamplerParams, vocab int, text TokenText) (*Sampler, error
 	if p.Constraint != nil {
 		s.mask = make([]uint64, maskWords(vocab))
 	}
-	s.host = p.Samplers != nil || p.Mirostat != 0 || s.dry != nil ||
-		(p.TypicalP > 0 && p.TypicalP < 1) || p.TopNSigma > 0 || xtcActive(p) || p.Constraint != nil
+	s.chain = p.Samplers != nil || p.Mirostat != 0 || s.dry != nil ||
+		(p.TypicalP > 0 && p.TypicalP < 1) || p.TopNSigma > 0 || xtcActive(p)
+	s.host = s.chain || p.Constraint != nil
 	return s, nil
 }
 
@@ -214,15 +217,34 @@ func (s *Sampler) draw() float32 {
 // sampler that only the host runs (typical, top-n-sigma, XTC, Mirostat,
 // DRY, a custom order).
 func (s *Sampler) OnDevice() bool {
-	return s.counts == nil && len(s.bias) == 0 && !s.p.Logprobs && s.p.TopLogprobs == 0 && !s.host
+	return s.OnDeviceMasked() && s.p.Constraint == nil
+}
+
+// OnDeviceMasked reports whether an engine that applies masks (MaskPicker)
+// may pick this sampler's tokens: OnDevice, or constrained with nothing
+// else that only the host runs (greedy, or top-k, top-p, min-p and
+// temperature, as the fast path of a constrained greedy pick asks).
+func (s *Sampler) OnDeviceMasked() bool {
+	return s.counts == nil && len(s.bias) == 0 && !s.p.Logprobs && s.p.TopLogprobs == 0 && !s.chain
 }
 
 // Pick is the device form of the next pick, for a sampler that is
-// OnDevice: it takes the random draw Sample would take, so a seeded
-// sequence picks the same tokens on either side. SampleDrawn with the same
-// U picks on the host what the device could not.
+// OnDevice or OnDeviceMasked: it takes the random draw Sample would take,
+// so a seeded sequence picks the same tokens on either side. SampleDrawn
+// with the same U picks on the host what the device could not. A
+// constrained sampler's pick carries the constraint's mask of this step
+// in the sampler's own buffer (Pick.Mask); when the constraint fails, the
+// mask allows nothing, the device leaves the row to the host, and
+// SampleDrawn reports the failure.
 func (s *Sampler) Pick() Pick {
-	return Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP, U: s.draw()}
+	p := Pick{Temperature: s.p.Temperature, TopK: s.p.TopK, TopP: s.p.TopP, MinP: s.p.MinP, U: s.draw()}
+	if s.p.Constraint != nil {
+		if err := s.p.Constraint.Allowed(s.mask); err != nil {
+			clear(s.mask)
+		}
+		p.Mask = s.mask
+	}
+	return p
 }
 
 // errNoToken is returned when no token of the vocabulary can be picked.

@@ -12,7 +12,10 @@ import (
 // BenchmarkConstrainedSample reports one greedy pick over the 128256
 // llama-bpe logits, plain and under a JSON-schema constraint whose masks
 // are cached (the constraint is advanced through a document, so the
-// figure is the sampler's share: the mask, copying and banning).
+// figure is the sampler's share: the mask, copying and banning), and the
+// host's share of a masked pick on an engine that applies masks (the mask
+// into the pick, no pass over the logits). Both constrained figures
+// include a new matcher and sampler per document.
 func BenchmarkConstrainedSample(b *testing.B) {
 	tok, err := tokenizer.Load(shared.Path(b, "vocab/ggml-vocab-llama-bpe.gguf"))
 	if err != nil {
@@ -61,6 +64,28 @@ func BenchmarkConstrainedSample(b *testing.B) {
 			}
 		}
 		run() // fill the mask cache
+		b.ResetTimer()
+		for b.Loop() {
+			run()
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(doc)), "µs/token")
+	})
+	// The host's share when an engine applies the masks (MaskPicker): the
+	// pick with its mask, and advancing the constraint.
+	b.Run("masked pick", func(b *testing.B) {
+		run := func() {
+			m, _ := e.NewMatcher()
+			s, _ := NewSampler(SamplerParams{Constraint: m}, v.Size())
+			for _, id := range doc {
+				if p := s.Pick(); p.Mask == nil {
+					b.Fatal("a constrained pick without its mask")
+				}
+				if err := s.AcceptSampled(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		run()
 		b.ResetTimer()
 		for b.Loop() {
 			run()

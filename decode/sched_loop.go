@@ -240,15 +240,20 @@ func (s *Scheduler) forwardGuarded() (err error) {
 }
 
 // forward runs the step's batch: with a Picker, the rows whose samplers
-// allow it are picked by the engine and only their tokens come back.
+// allow it are picked by the engine and only their tokens come back. An
+// engine that applies masks (MaskPicker) also picks the constrained rows,
+// with the mask of their constraint; emit advances the constraint past
+// the engine's token as past the host's.
 func (s *Scheduler) forward() error {
 	if s.picker == nil {
 		return s.eng.Forward(&s.batch, s.logits)
 	}
+	mp, ok := s.picker.(MaskPicker)
+	masks := ok && mp.PicksMasks()
 	s.picks = s.picks[:0]
 	for i, seq := range s.rows {
 		var p *Pick
-		if seq.sampler.OnDevice() {
+		if seq.sampler.OnDevice() || masks && seq.sampler.OnDeviceMasked() {
 			s.pickBuf[i] = seq.sampler.Pick()
 			p = &s.pickBuf[i]
 		}

@@ -54,6 +54,7 @@ var kernelNames = map[string][]string{
 	"ops_arch":  opsArchKernels(),
 
 	"attention_prefill": prefillKernelNames(),
+	"sample_mask":       {"sample_mask"},
 }
 
 // waitsItself says whether kernel name may be launched to overlap the

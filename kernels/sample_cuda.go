@@ -55,3 +55,38 @@ func (d *Device) Sample(logits DevF32, picks cuda.DevPtr, out DevI32) error {
 	return d.launch("sample", cuda.Dim3{X: logits.Rows}, cuda.Dim3{X: 1024}, 0,
 		cuda.P(logits.Ptr), cuda.I(logits.Cols), cuda.P(picks), cuda.P(out.Ptr))
 }
+
+// PickModeWord is the word of an encoded Pick that holds its mode.
+const PickModeWord = 5
+
+// SampleMasks are the device buffers of the masked picks of SampleMasked,
+// one row per row of logits.
+type SampleMasks struct {
+	Flags DevI32      // [rows] nonzero where the row's mask applies
+	Masks cuda.DevPtr // [rows][Words] uint64, 8-byte aligned: bit i%64 of word i/64 set where token i is allowed
+	Words int         // words per mask, at least (Cols+63)/64
+	Picks cuda.DevPtr // [rows][PickWords] scratch: the picks with the masks' verdicts, which sample reads
+}
+
+// SampleMasked is Sample with the rows whose flag is set picked among the
+// tokens their mask allows (sample_mask.cu, not yet run on a device: the
+// engine uses it with GPUOptions.Preview only). The logits of those rows
+// are changed in place: -Inf where the mask bans a token or the logit is
+// NaN, the largest float for +Inf, as the host's constrained pick reads
+// them. A masked row with no finite logit left gets -1 (so does a row
+// Sample cannot pick); rows of mode PickNone are left alone.
+func (d *Device) SampleMasked(logits DevF32, picks cuda.DevPtr, m SampleMasks, out DevI32) error {
+	switch {
+	case logits.Rows < 1 || logits.Cols < 1 || out.Len != logits.Rows || picks == 0:
+		return fmt.Errorf("kernels: sample_mask: logits %d×%d, %d outputs", logits.Rows, logits.Cols, out.Len)
+	case m.Flags.Len < logits.Rows || m.Flags.Ptr == 0 || m.Picks == 0 || m.Masks == 0:
+		return fmt.Errorf("kernels: sample_mask: %d flags for %d rows, or a buffer missing", m.Flags.Len, logits.Rows)
+	case m.Words < (logits.Cols+63)/64 || m.Masks%8 != 0:
+		return fmt.Errorf("kernels: sample_mask: masks of %d words at %#x for %d logits (want %d, 8-byte aligned)", m.Words, uint64(m.Masks), logits.Cols, (logits.Cols+63)/64)
+	}
+	if err := d.launch("sample_mask", cuda.Dim3{X: logits.Rows}, cuda.Dim3{X: 1024}, 0,
+		cuda.P(logits.Ptr), cuda.I(logits.Cols), cuda.P(picks), cuda.P(m.Flags.Ptr), cuda.P(m.Masks), cuda.I(m.Words), cuda.P(m.Picks), cuda.P(out.Ptr)); err != nil {
+		return err
+	}
+	return d.Sample(logits, m.Picks, out)
+}

@@ -28,7 +28,7 @@ func benchCmd(args []string) error { return benchTo(os.Stdout, args) }
 func benchTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked on the host through the grammar's\nmasks, the rest as the server picks them. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked through the grammar's masks on the\ndevice where the engine applies them (the GPU engine with LLMSERVE_GPU_PREVIEW=1), else\non the host, the rest as the server picks them; each ctg line says which. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
 		fs.PrintDefaults()
 	}
 	var path string
@@ -195,8 +195,9 @@ func benchBest(e decode.Engine, B, nPrompt, nGen, reps int, g *benchGrammar, k i
 // benchOnce prefills nPrompt tokens into sequence 0 (once, timed), then runs
 // nGen steps that each decode one token for each of B sequences, picked
 // greedily as the server picks them: the first k sequences constrained by
-// g on the host; the others on the device when the engine is a Picker,
-// else by the server's own sampler.
+// g, on the device with their masks when the engine applies them
+// (MaskPicker), else on the host; the others on the device when the engine
+// is a Picker, else by the server's own sampler.
 func benchOnce(e decode.Engine, B, nPrompt, nGen int, g *benchGrammar, k int) (benchResult, constraintStats, error) {
 	V := e.VocabSize()
 	if g == nil {
@@ -228,61 +229,80 @@ func benchOnce(e decode.Engine, B, nPrompt, nGen int, g *benchGrammar, k int) (b
 	picker, _ := e.(decode.Picker)
 	pickBuf := make([]decode.Pick, B)
 	picks := make([]*decode.Pick, B)
+	onDevice := 0 // constrained rows the engine picked with their masks
 	start = time.Now()
 	for i := 0; i < nGen; i++ {
 		b.Reset()
 		for s := 0; s < B; s++ {
 			b.Add(toks[s], int32(nPrompt+i), int32(s), true)
 		}
-		if err := benchStep(e, picker, &b, samplers, pickBuf, picks, toks, logits); err != nil {
+		n, err := benchStep(e, picker, &b, samplers, pickBuf, picks, toks, logits)
+		if err != nil {
 			return benchResult{}, constraintStats{}, err
 		}
+		onDevice += n
 	}
 	res.decode = time.Since(start)
-	return res, sumMatchers(ms), nil
+	st := sumMatchers(ms)
+	st.picks, st.onDevice = k*nGen, onDevice
+	return res, st, nil
 }
 
 // benchStep runs one decode step and picks each sequence's next token into
 // toks as the scheduler does: the engine picks the rows whose samplers
-// allow it (OnDevice), the host the others, then every sampler takes its
-// token.
-func benchStep(e decode.Engine, picker decode.Picker, b *decode.Batch, samplers []*decode.Sampler, pickBuf []decode.Pick, picks []*decode.Pick, toks []int32, logits []float32) error {
+// allow it (OnDevice, and OnDeviceMasked with their masks when it applies
+// them), the host the others, then every sampler takes its token. It
+// returns how many constrained rows the engine picked.
+func benchStep(e decode.Engine, picker decode.Picker, b *decode.Batch, samplers []*decode.Sampler, pickBuf []decode.Pick, picks []*decode.Pick, toks []int32, logits []float32) (int, error) {
 	V := e.VocabSize()
+	onDevice := 0
 	if picker != nil {
+		mp, ok := picker.(decode.MaskPicker)
+		masks := ok && mp.PicksMasks()
 		for s, sm := range samplers {
 			picks[s] = nil
-			if sm.OnDevice() {
+			if sm.OnDevice() || masks && sm.OnDeviceMasked() {
 				pickBuf[s] = sm.Pick()
 				picks[s] = &pickBuf[s]
 			}
 		}
 		if err := picker.ForwardPick(b, picks, toks, logits); err != nil {
-			return err
+			return 0, err
 		}
 	} else {
 		if err := e.Forward(b, logits); err != nil {
-			return err
+			return 0, err
 		}
 		for s := range toks {
 			toks[s] = -1
 		}
 	}
 	for s, sm := range samplers {
-		if toks[s] < 0 {
+		switch {
+		case toks[s] < 0:
 			if picker != nil && picks[s] != nil && sm.OnDevice() {
-				return errors.New("bench: the engine left a greedy pick to the host")
+				return 0, errors.New("bench: the engine left a greedy pick to the host")
 			}
-			next, err := sm.Sample(logits[s*V : (s+1)*V])
+			row := logits[s*V : (s+1)*V]
+			var next decode.Sampled
+			var err error
+			if picker != nil && picks[s] != nil { // the engine left it: the pick's draw
+				next, err = sm.SampleDrawn(row, picks[s].U)
+			} else {
+				next, err = sm.Sample(row)
+			}
 			if err != nil {
-				return fmt.Errorf("bench: sequence %d: %w", s, err)
+				return 0, fmt.Errorf("bench: sequence %d: %w", s, err)
 			}
 			toks[s] = next.Token
+		case picks[s] != nil && picks[s].Mask != nil:
+			onDevice++
 		}
 		if err := sm.AcceptSampled(toks[s]); err != nil {
-			return fmt.Errorf("bench: sequence %d: %w", s, err)
+			return 0, fmt.Errorf("bench: sequence %d: %w", s, err)
 		}
 	}
-	return nil
+	return onDevice, nil
 }
 
 // weightsPerToken is the bytes of weights a batch-1 decode step reads.

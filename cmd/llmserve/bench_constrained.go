@@ -202,6 +202,8 @@ type constraintStats struct {
 	docs     int
 	invalid  int
 	example  string
+	picks    int // constrained picks of the run
+	onDevice int // of them, those the engine made with their masks
 }
 
 func sumMatchers(ms []*countedMatcher) constraintStats {
@@ -273,6 +275,17 @@ func printConstrained(w io.Writer, r, free benchResult, st constraintStats, voca
 		perMask = st.maskTime / time.Duration(st.masks)
 		banned = float64(st.banned) / float64(st.masks)
 	}
-	fmt.Fprintf(w, "ctg%d B=%-3d c=%-3d %9.1f tok/s  (%.1f%% of unconstrained; mask %v per constrained token, %.0f of %d tokens banned on average; %d documents ended, %d invalid)\n",
-		r.gen, r.batch, st.rows, tps(r), ratio, perMask.Round(100*time.Nanosecond), banned, vocab, st.docs, st.invalid)
+	fmt.Fprintf(w, "ctg%d B=%-3d c=%-3d %9.1f tok/s  (%.1f%% of unconstrained; %s; mask %v per constrained token, %.0f of %d tokens banned on average; %d documents ended, %d invalid)\n",
+		r.gen, r.batch, st.rows, tps(r), ratio, pickedWhere(st), perMask.Round(100*time.Nanosecond), banned, vocab, st.docs, st.invalid)
+}
+
+// pickedWhere says where a run's constrained rows were picked.
+func pickedWhere(st constraintStats) string {
+	switch {
+	case st.onDevice == 0:
+		return "picked on the host"
+	case st.onDevice == st.picks:
+		return "picked on the device with their masks"
+	}
+	return fmt.Sprintf("%d of %d picked on the device with their masks, the rest on the host", st.onDevice, st.picks)
 }

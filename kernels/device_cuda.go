@@ -83,6 +83,18 @@ func waitsItself(name string) bool {
 // device and driver have it). It reports whether overlap is now on.
 func (d *Device) SetOverlap(on bool) bool { return d.ctx.SetOverlap(on) }
 
+// moduleKernels is what module mod must provide: its kernelNames entry,
+// or the per-type lists of the matvec and mvq modules.
+func moduleKernels(mod string, names []string) []string {
+	switch mod {
+	case "matvec":
+		return matvecKernels()
+	case "mvq":
+		return mvqKernels()
+	}
+	return names
+}
+
 // OpenDevice opens CUDA device ordinal and loads the embedded kernels.
 func OpenDevice(ordinal int) (*Device, error) {
 	ctx, err := cuda.Open(ordinal)
@@ -102,13 +114,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 			return nil, fmt.Errorf("kernels: load %s.fatbin: %w", mod, err)
 		}
 		d.mods = append(d.mods, m)
-		switch mod {
-		case "matvec":
-			names = matvecKernels()
-		case "mvq":
-			names = mvqKernels()
-		}
-		for _, name := range names {
+		for _, name := range moduleKernels(mod, names) {
 			k, err := m.Kernel(name)
 			if err != nil {
 				d.Close()

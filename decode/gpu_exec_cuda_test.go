@@ -82,26 +82,6 @@ func TestGPUExecGoldenArch(t *testing.T) {
 	})
 }
 
-// stepwiseSeq is stepwise on sequence slot seq (so that runs on one engine
-// do not share cache rows).
-func stepwiseSeq(t testing.TB, e Engine, tokens []int32, sizes []int, seq int32) []float32 {
-	t.Helper()
-	V := e.VocabSize()
-	out := make([]float32, len(tokens)*V)
-	var b Batch
-	for i, k := 0, 0; i < len(tokens); k++ {
-		n := min(sizes[k%len(sizes)], len(tokens)-i)
-		b.Reset()
-		for j := i; j < i+n; j++ {
-			b.Add(tokens[j], int32(j), seq, true)
-		}
-		if err := e.Forward(&b, out[i*V:]); err != nil {
-			t.Fatalf("step at position %d of %d tokens: %v", i, n, err)
-		}
-		i += n
-	}
-	return out
-}
 
 // TestGPUExecPrompt runs a 100-token prompt through the executor: every
 // row wanted (steps of 64 and 36 tokens), and as one step of 100 tokens

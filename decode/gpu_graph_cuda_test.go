@@ -18,9 +18,10 @@ import (
 	"llmserve/model"
 )
 
-// stepwise feeds tokens to sequence 0 in steps of the given sizes (cycled)
-// and returns the logits of every token.
-func stepwise(t testing.TB, e Engine, tokens []int32, sizes []int) []float32 {
+// stepwiseSeq feeds tokens to sequence slot seq in steps of the given
+// sizes (cycled) and returns the logits of every token; distinct slots keep
+// runs on one engine from sharing cache rows.
+func stepwiseSeq(t testing.TB, e Engine, tokens []int32, sizes []int, seq int32) []float32 {
 	t.Helper()
 	V := e.VocabSize()
 	out := make([]float32, len(tokens)*V)
@@ -29,7 +30,7 @@ func stepwise(t testing.TB, e Engine, tokens []int32, sizes []int) []float32 {
 		n := min(sizes[k%len(sizes)], len(tokens)-i)
 		b.Reset()
 		for j := i; j < i+n; j++ {
-			b.Add(tokens[j], int32(j), 0, true)
+			b.Add(tokens[j], int32(j), seq, true)
 		}
 		if err := e.Forward(&b, out[i*V:]); err != nil {
 			t.Fatalf("step at position %d of %d tokens: %v", i, n, err)
@@ -37,6 +38,13 @@ func stepwise(t testing.TB, e Engine, tokens []int32, sizes []int) []float32 {
 		i += n
 	}
 	return out
+}
+
+// stepwise feeds tokens to sequence 0 in steps of the given sizes (cycled)
+// and returns the logits of every token.
+func stepwise(t testing.TB, e Engine, tokens []int32, sizes []int) []float32 {
+	t.Helper()
+	return stepwiseSeq(t, e, tokens, sizes, 0)
 }
 
 // bitsDiffer counts the values of a and b whose bits differ.

@@ -82,7 +82,6 @@ func TestGPUExecGoldenArch(t *testing.T) {
 	})
 }
 
-
 // TestGPUExecPrompt runs a 100-token prompt through the executor: every
 // row wanted (steps of 64 and 36 tokens), and as one step of 100 tokens
 // (over gpuMaxBatch: wideStep, the tensor-core products) with the last

@@ -176,16 +176,15 @@ func prepMode(op MatMulsOp) int {
 // prep computes op's input and rounds it into op.Scratch in one launch:
 // mmq_prep with Preview, else (plain input only) mmq_quantize.
 func (d *Device) prep(op MatMulsOp, mode int) error {
-	B, cols := op.X.Rows, op.X.Cols
-	kpad := mmqKPad(cols)
-	xq, xd := op.Scratch, op.Scratch.Add(int64(B)*int64(kpad))
 	if !op.Preview {
 		if mode != prepPlain {
 			return fmt.Errorf("kernels: matmuls: input mode %d needs Preview", mode)
 		}
-		return d.launch("mmq_quantize", cuda.Dim3{X: ceilDiv(kpad/32, 8), Y: B}, cuda.Dim3{X: 256}, 0,
-			cuda.P(op.X.Ptr), cuda.P(xq), cuda.P(xd), cuda.I(cols), cuda.I(kpad), cuda.I(B))
+		return d.mmqQuantize(op.X, op.Scratch)
 	}
+	B, cols := op.X.Rows, op.X.Cols
+	kpad := mmqKPad(cols)
+	xq, xd := op.Scratch, op.Scratch.Add(int64(B)*int64(kpad))
 	return d.launch("mmq_prep", cuda.Dim3{X: B}, cuda.Dim3{X: 256}, 0,
 		cuda.P(op.X.Ptr), cuda.P(op.Up.Ptr), cuda.P(op.Norm.Ptr), cuda.P(xq), cuda.P(xd),
 		cuda.I(cols), cuda.I(kpad), cuda.F(op.Eps), cuda.I(mode))
@@ -226,22 +225,8 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 }
 
 // mmqProduct launches the product of op (checked) on activations already
-// rounded into op.Scratch (prep).
+// rounded into op.Scratch (prep), in MatMul's tile for its batch.
 func (d *Device) mmqProduct(op MatMulOp) error {
 	kind := mmqKind(op.W)
-	tile := mmqTileFor(kind, op.X.Rows)
-	B, cols := op.X.Rows, op.W.Cols
-	kpad := mmqKPad(cols)
-	rb, err := op.W.RowBytes()
-	if err != nil {
-		return fmt.Errorf("kernels: matmul: %w", err)
-	}
-	p := mmqParams{
-		W: uint64(op.W.Ptr), XQ: uint64(op.Scratch), XD: uint64(op.Scratch.Add(int64(B) * int64(kpad))), Y: uint64(op.Y.Ptr), RowBytes: rb,
-		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
-		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.typeCode()),
-	}
-	name := "mmq_" + kind + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, tile.rows), Y: ceilDiv(B, tile.batch)}, cuda.Dim3{X: tile.threads()},
-		mmqShared(kind, tile), p.args()...)
+	return d.mmqLaunch(op, kind, mmqTileFor(kind, op.X.Rows))
 }

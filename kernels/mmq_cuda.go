@@ -233,20 +233,32 @@ func (d *Device) matMul(op MatMulOp, tile mmqTile) error {
 	if err != nil {
 		return err
 	}
+	if err := d.mmqQuantize(op.X, op.Scratch); err != nil {
+		return err
+	}
+	return d.mmqLaunch(op, kind, tile)
+}
+
+// mmqQuantize queues mmq_quantize: x rounded to the 8-bit blocks the
+// products read, into scratch (MatMulScratchBytes(x.Rows, x.Cols) bytes).
+func (d *Device) mmqQuantize(x DevF32, scratch cuda.DevPtr) error {
+	B, cols := x.Rows, x.Cols
+	kpad := mmqKPad(cols)
+	return d.launch("mmq_quantize", cuda.Dim3{X: ceilDiv(kpad/32, 8), Y: B}, cuda.Dim3{X: 256}, 0,
+		cuda.P(x.Ptr), cuda.P(scratch), cuda.P(scratch.Add(int64(B)*int64(kpad))), cuda.I(cols), cuda.I(kpad), cuda.I(B))
+}
+
+// mmqLaunch queues the product of op (checked; kind its layout) in tiles
+// of tile, on X already rounded into op.Scratch.
+func (d *Device) mmqLaunch(op MatMulOp, kind string, tile mmqTile) error {
 	B, cols := op.X.Rows, op.W.Cols
 	kpad := mmqKPad(cols)
 	rb, err := op.W.RowBytes()
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: %w", err)
 	}
-	xq := op.Scratch
-	xd := op.Scratch.Add(int64(B) * int64(kpad))
-	if err := d.launch("mmq_quantize", cuda.Dim3{X: ceilDiv(kpad/32, 8), Y: B}, cuda.Dim3{X: 256}, 0,
-		cuda.P(op.X.Ptr), cuda.P(xq), cuda.P(xd), cuda.I(cols), cuda.I(kpad), cuda.I(B)); err != nil {
-		return err
-	}
 	p := mmqParams{
-		W: uint64(op.W.Ptr), XQ: uint64(xq), XD: uint64(xd), Y: uint64(op.Y.Ptr), RowBytes: rb,
+		W: uint64(op.W.Ptr), XQ: uint64(op.Scratch), XD: uint64(op.Scratch.Add(int64(B) * int64(kpad))), Y: uint64(op.Y.Ptr), RowBytes: rb,
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.typeCode()),
 	}

@@ -246,23 +246,7 @@ func BenchmarkGPUAttentionPrefill(b *testing.B) {
 				{"attention", func() error { return dev.Attention(c, q, out, heads, pd, sd, scratch) }},
 			} {
 				b.Run(fmt.Sprintf("d%d/B%d_pos%d/%s", hd, rows, pos0, path.name), func(b *testing.B) {
-					if err := path.run(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						if err := path.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					b.StopTimer()
-					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+					timeLaunches(b, flops, path.run)
 					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
 				})
 			}

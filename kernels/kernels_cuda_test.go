@@ -196,3 +196,26 @@ func checkNMSE(t *testing.T, what string, got []float32, want []float64, tol flo
 }
 
 func readPtr(p cuda.DevPtr, dst []byte) error { return dev.Context().ReadAt(p, dst) }
+
+// timeLaunches runs run once to warm up, then b.N times between two waits
+// for the device, and reports TFLOP/s for flops operations a run.
+func timeLaunches(b *testing.B, flops float64, run func() error) {
+	b.Helper()
+	if err := run(); err != nil {
+		b.Fatal(err)
+	}
+	if err := dev.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := dev.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+}

@@ -417,35 +417,10 @@ func BenchmarkGPUMatMulHalf(b *testing.B) {
 				}
 				picked := mmhTileFor(B, rows, dev.Context().Multiprocessors())
 				paths = append(paths, path{"picked-" + picked.String(), func() error { return dev.matMulHalf(op) }})
-				paths = append(paths, path{"matvec", func() error {
-					for b0 := 0; b0 < B; b0 += MaxBatch {
-						b1 := min(b0+MaxBatch, B)
-						if err := dev.MatVec(w, x.Slice(b0, b1), y.Slice(b0, b1)); err != nil {
-							return err
-						}
-					}
-					return nil
-				}})
+				paths = append(paths, path{"matvec", func() error { return dev.matVecChunks(MatVecSeg{W: w, Y: y.Slice(0, B)}, x.Slice(0, B), false) }})
 				for _, p := range paths {
 					b.Run(fmt.Sprintf("%v/%dx%dx%d/%s", typ, B, rows, cols, p.name), func(b *testing.B) {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-						if err := dev.Sync(); err != nil {
-							b.Fatal(err)
-						}
-						b.ResetTimer()
-						for i := 0; i < b.N; i++ {
-							if err := p.run(); err != nil {
-								b.Fatal(err)
-							}
-						}
-						if err := dev.Sync(); err != nil {
-							b.Fatal(err)
-						}
-						b.StopTimer()
-						flops := 2 * float64(B) * float64(rows) * float64(cols) * float64(b.N)
-						b.ReportMetric(flops/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+						timeLaunches(b, 2*float64(B)*float64(rows)*float64(cols), p.run)
 					})
 				}
 			}

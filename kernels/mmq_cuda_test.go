@@ -312,34 +312,10 @@ func BenchmarkGPUMatMul(b *testing.B) {
 			for _, tile := range mmqTiles {
 				paths = append(paths, path{"mmq" + tile.String(), func() error { return dev.matMul(op, tile) }})
 			}
-			paths = append(paths, path{"mvq", func() error {
-				for b0 := 0; b0 < B; b0 += MaxBatch {
-					if err := dev.MatVec(w, x.Slice(b0, b0+MaxBatch), y.Slice(b0, b0+MaxBatch)); err != nil {
-						return err
-					}
-				}
-				return nil
-			}})
+			paths = append(paths, path{"mvq", func() error { return dev.matVecChunks(MatVecSeg{W: w, Y: y}, x, false) }})
 			for _, p := range paths {
 				b.Run(fmt.Sprintf("%v/%dx%dx%d/%s", typ, B, rows, cols, p.name), func(b *testing.B) {
-					if err := p.run(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatal(err)
-					}
-					b.StopTimer()
-					flops := 2 * float64(B) * float64(rows) * float64(cols) * float64(b.N)
-					b.ReportMetric(flops/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+					timeLaunches(b, 2*float64(B)*float64(rows)*float64(cols), p.run)
 				})
 			}
 		}

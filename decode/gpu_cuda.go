@@ -104,7 +104,7 @@ type GPUEngine struct {
 	rope   []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
 	s      gpuScratch              // device activations for stepRows tokens
 	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn, picked, then (with masks) the masked picks and the masks
-	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch], prompt tiles [stepRows][4], mask flags [gpuMaxBatch]
+	hostIn []uint32                // the step inputs as layout places them
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
 	// masks says whether constrained rows are picked on the device
 	// (GPUOptions.Preview): sample_mask applies the masks of the flagged
@@ -113,6 +113,7 @@ type GPUEngine struct {
 	masks    bool
 	hostMask []uint32
 	maskAt   int
+	layout   stepLayout // where hostIn's inputs lie in e.in
 	// stepRows is the most tokens of one step: gpuMaxStep, or gpuMaxBatch
 	// in deterministic mode.
 	stepRows int
@@ -319,7 +320,8 @@ func (e *GPUEngine) init() error {
 	if err := e.initExec(); err != nil {
 		return err
 	}
-	inWords := 3*S + (kernels.PickWords+1)*M + 4*S + M
+	e.layout = newStepLayout(S, M)
+	inWords := e.layout.end
 	total := inWords + M
 	if e.masks {
 		// The masks start 8-byte aligned after the masked picks.
@@ -332,13 +334,14 @@ func (e *GPUEngine) init() error {
 		return err
 	}
 	at := func(word int) cuda.DevPtr { return e.in.Ptr().Add(4 * int64(word)) }
-	e.s.tok = kernels.DevI32{Ptr: at(0), Len: S}
-	e.s.pos = kernels.DevI32{Ptr: at(S), Len: S}
-	e.s.seq = kernels.DevI32{Ptr: at(2 * S), Len: S}
-	e.s.picks = at(3 * S)
-	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
-	e.s.tiles = at(3*S + (kernels.PickWords+1)*M)
-	e.s.maskRows = kernels.DevI32{Ptr: at(3*S + (kernels.PickWords+1)*M + 4*S), Len: M}
+	l := e.layout
+	e.s.tok = kernels.DevI32{Ptr: at(l.tok), Len: S}
+	e.s.pos = kernels.DevI32{Ptr: at(l.pos), Len: S}
+	e.s.seq = kernels.DevI32{Ptr: at(l.seq), Len: S}
+	e.s.picks = at(l.picks)
+	e.s.wanted = kernels.DevI32{Ptr: at(l.wanted), Len: M}
+	e.s.tiles = at(l.tiles)
+	e.s.maskRows = kernels.DevI32{Ptr: at(l.flags), Len: M}
 	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
 	if e.masks {
 		e.s.maskPicks, e.s.masks = at(inWords+M), at(e.maskAt)
@@ -562,14 +565,13 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
 	B := e.bucket(n)
-	S, M := e.stepRows, gpuMaxBatch
-	flags := 3*S + (kernels.PickWords+1)*M + 4*S
+	l, M := e.layout, gpuMaxBatch
 	words := 2 * maskWords(e.m.Vocab) // uint32 words of a mask
 	maskLo, maskHi := M, -1           // masked slots
 	r := r0
 	for i := 0; i < M; i++ {
-		kernels.Pick{Mode: kernels.PickNone}.Encode(e.hostIn[3*S+i*kernels.PickWords:])
-		e.hostIn[flags+i] = 0
+		kernels.Pick{Mode: kernels.PickNone}.Encode(e.hostIn[l.picks+i*kernels.PickWords:])
+		e.hostIn[l.flags+i] = 0
 	}
 	for i := 0; i < B; i++ {
 		tok, pos, seq := int32(0), int32(0), int32(-1)
@@ -579,12 +581,12 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 				slot := i
 				if wide(B) {
 					slot = r - r0
-					e.hostIn[3*S+kernels.PickWords*M+slot] = uint32(i)
+					e.hostIn[l.wanted+slot] = uint32(i)
 				}
 				if picks != nil && e.applies(picks[r]) {
-					devicePick(picks[r]).Encode(e.hostIn[3*S+slot*kernels.PickWords:])
+					devicePick(picks[r]).Encode(e.hostIn[l.picks+slot*kernels.PickWords:])
 					if mask := picks[r].Mask; mask != nil {
-						e.hostIn[flags+slot] = 1
+						e.hostIn[l.flags+slot] = 1
 						for w, bits := range mask {
 							e.hostMask[slot*words+2*w], e.hostMask[slot*words+2*w+1] = uint32(bits), uint32(bits>>32)
 						}
@@ -594,24 +596,44 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 				r++
 			}
 		}
-		e.hostIn[i], e.hostIn[S+i], e.hostIn[2*S+i] = uint32(tok), uint32(pos), uint32(seq)
+		e.hostIn[l.tok+i], e.hostIn[l.pos+i], e.hostIn[l.seq+i] = uint32(tok), uint32(pos), uint32(seq)
 	}
 	e.tiles, e.tileRows = 0, 0
 	if wide(B) && e.prefill {
 		tiles := kernels.PrefillTiles(b.Seq, b.Pos, kernels.PrefillTileRows)
-		words, rows := kernels.PrefillTileTable(tiles)
-		at := 3*S + (kernels.PickWords+1)*M
-		for i, w := range words {
-			e.hostIn[at+i] = uint32(w)
+		table, rows := kernels.PrefillTileTable(tiles)
+		for i, w := range table {
+			e.hostIn[l.tiles+i] = uint32(w)
 		}
 		e.tiles, e.tileRows = len(tiles), rows
+		if err := e.in.Write(4*int64(l.tiles), cuda.AsBytes(e.hostIn[l.tiles:l.tiles+len(table)])); err != nil {
+			return 0, err
+		}
 	}
 	if maskHi >= 0 {
 		if err := e.in.Write(4*int64(e.maskAt+maskLo*words), cuda.AsBytes(e.hostMask[maskLo*words:(maskHi+1)*words])); err != nil {
 			return 0, err
 		}
 	}
-	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
+	// Everything but the prompt tiles, which only a step that reads them
+	// writes.
+	return B, e.in.Write(0, cuda.AsBytes(e.hostIn[:l.tiles]))
+}
+
+// stepLayout places the step inputs in e.in, in 4-byte words: tokens,
+// positions and sequences (stepRows each), the picks (gpuMaxBatch ×
+// kernels.PickWords), the wanted rows of a wide step and the mask flags
+// (gpuMaxBatch each), then the prompt tiles (stepRows × 4) last, so that
+// a step that reads no tiles uploads words [0, tiles) alone.
+type stepLayout struct{ tok, pos, seq, picks, wanted, flags, tiles, end int }
+
+func newStepLayout(S, M int) stepLayout {
+	l := stepLayout{tok: 0, pos: S, seq: 2 * S, picks: 3 * S}
+	l.wanted = l.picks + kernels.PickWords*M
+	l.flags = l.wanted + M
+	l.tiles = l.flags + M
+	l.end = l.tiles + 4*S
+	return l
 }
 
 // devicePick is the kernels' form of p.

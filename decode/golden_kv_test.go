@@ -1,13 +1,11 @@
 package decode
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"llmserve/internal/nmse"
-	"llmserve/internal/shared"
 )
 
 // kvLogitsTolerance is the NMSE of the logits of a cache type against the
@@ -55,11 +53,7 @@ func TestGoldenKVTypes(t *testing.T) {
 // stories260K with f32 and f16 caches, and logs how far a q8_0 cache
 // follows them (its rounding may change a close argmax).
 func TestStoriesGreedyKVTypes(t *testing.T) {
-	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := parseIDs(t, string(data))
+	want := storiesGreedyIDs(t)
 	for _, typ := range []KVType{KVF32, KVF16, KVQ8_0} {
 		t.Run(typ.String(), func(t *testing.T) {
 			e := openEngine(t, "models/stories260K.gguf", CPUOptions{Context: 512, CacheTypeK: typ, CacheTypeV: typ})

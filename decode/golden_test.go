@@ -158,6 +158,17 @@ func greedy(t testing.TB, e Engine, prompt []int32, n int) []int32 {
 	return out
 }
 
+// storiesGreedyIDs is llama.cpp's greedy continuation of BOS on
+// stories260K (models/stories260K.greedy.ids).
+func storiesGreedyIDs(t testing.TB) []int32 {
+	t.Helper()
+	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseIDs(t, string(data))
+}
+
 func parseIDs(t testing.TB, s string) []int32 {
 	t.Helper()
 	var ids []int32
@@ -174,11 +185,7 @@ func parseIDs(t testing.TB, s string) []int32 {
 // TestStoriesGreedy generates 255 tokens from BOS on the real stories260K
 // model and compares them with llama.cpp's.
 func TestStoriesGreedy(t *testing.T) {
-	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := parseIDs(t, string(data))
+	want := storiesGreedyIDs(t)
 	e := openEngine(t, "models/stories260K.gguf", CPUOptions{Context: 512})
 	got := greedy(t, e, []int32{1}, len(want))
 	for i := range want {

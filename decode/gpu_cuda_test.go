@@ -271,11 +271,7 @@ func TestGPUPick(t *testing.T) {
 // TestGPUStoriesGreedy generates 255 tokens greedily from BOS on stories260K
 // (head size 8, FFN 172) and compares them with llama.cpp's.
 func TestGPUStoriesGreedy(t *testing.T) {
-	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := parseIDs(t, string(data))
+	want := storiesGreedyIDs(t)
 	m := loadModel(t, "models/stories260K.gguf")
 	e := openGPU(t, m, GPUOptions{Context: 512, Graphs: true})
 	got := greedy(t, e, []int32{1}, len(want))

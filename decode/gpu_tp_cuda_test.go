@@ -12,7 +12,6 @@ import (
 	"llmserve/internal/cuda"
 	"llmserve/internal/nccl"
 	"llmserve/internal/nmse"
-	"llmserve/internal/shared"
 )
 
 // needGPUs skips the test unless this host has n GPUs and NCCL loads.
@@ -73,11 +72,7 @@ func TestTPGPUGoldenLogits(t *testing.T) {
 // stories260K over 2 GPUs and compares them with llama.cpp's.
 func TestTPGPUStoriesGreedy(t *testing.T) {
 	needGPUs(t, 2)
-	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := parseIDs(t, string(data))
+	want := storiesGreedyIDs(t)
 	for _, ranks := range []int{2, 4} {
 		t.Run(fmt.Sprintf("tp%d", ranks), func(t *testing.T) {
 			needGPUs(t, ranks)

@@ -3,10 +3,7 @@ package decode
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -46,18 +43,7 @@ func storiesSchedulerOn(t *testing.T, slots, ctx int, wrap func(Engine) Engine) 
 // stories260K in 4 slots at once, next to seeded sampled requests: each
 // greedy request must give llama.cpp's 255 tokens.
 func TestSchedulerCPUGolden(t *testing.T) {
-	raw, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []int32
-	for f := range strings.FieldsSeq(string(raw)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, int32(id))
-	}
+	want := storiesGreedyIDs(t)
 	s := storiesScheduler(t, 4, len(want)+1)
 	var wg sync.WaitGroup
 	got := make([]result, 6)

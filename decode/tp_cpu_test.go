@@ -77,11 +77,7 @@ func TestTPGoldenLogits(t *testing.T) {
 // and 4 ranks (across the ranks), and compares ids and text with the
 // reference.
 func TestTPStoriesGreedy(t *testing.T) {
-	data, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantIDs := parseIDs(t, string(data))
+	wantIDs := storiesGreedyIDs(t)
 	wantText, err := os.ReadFile(shared.Path(t, "models/stories260K.greedy.txt"))
 	if err != nil {
 		t.Fatal(err)

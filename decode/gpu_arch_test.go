@@ -102,3 +102,14 @@ func TestGPUSupports(t *testing.T) {
 		}
 	}
 }
+
+// TestTPGPURefusesWithoutPreview (no device needed): the tensor-parallel
+// engine has not run on a device yet, so without the preview it refuses
+// before it touches a GPU, naming the variable that enables it.
+func TestTPGPURefusesWithoutPreview(t *testing.T) {
+	t.Setenv("LLMSERVE_GPU_PREVIEW", "")
+	_, err := NewTPGPUEngine(loadModel(t, "golden/tiny-llama-F32.gguf"), TPGPUOptions{Ranks: 2})
+	if !errors.Is(err, model.ErrUnsupported) || !strings.Contains(err.Error(), "LLMSERVE_GPU_PREVIEW") {
+		t.Errorf("NewTPGPUEngine without preview: err = %v, want ErrUnsupported naming LLMSERVE_GPU_PREVIEW", err)
+	}
+}

@@ -162,6 +162,14 @@ type gpuScratch struct {
 	masks     cuda.DevPtr    // [gpuMaxBatch][maskWords(Vocab)] uint64 masks, 8-byte aligned
 }
 
+// previewFromEnv sets opts.Preview where LLMSERVE_GPU_PREVIEW=1 asks for
+// the preview kernels.
+func previewFromEnv(opts *GPUOptions) {
+	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
+		opts.Preview = true
+	}
+}
+
 // NewGPUEngine uploads m to CUDA device opts.Device.
 func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.Context <= 0 {
@@ -170,9 +178,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.MaxSeqs <= 0 {
 		opts.MaxSeqs = 1
 	}
-	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
-		opts.Preview = true
-	}
+	previewFromEnv(&opts)
 	if os.Getenv("LLMSERVE_GRAPH_CHECK") == "1" {
 		opts.GraphCheck = true
 	}

@@ -31,6 +31,7 @@ func needGPUs(t *testing.T, n int) {
 
 func openTPGPU(t *testing.T, rel string, ranks int, opts GPUOptions) *TPGPUEngine {
 	t.Helper()
+	opts.Preview = true // the tensor-parallel engine runs with the preview kernels only
 	e, err := NewTPGPUEngine(loadModel(t, rel), TPGPUOptions{GPUOptions: opts, Ranks: ranks, NCCLLib: os.Getenv("LLMSERVE_NCCL_LIB")})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"llmserve/decode"
 	"llmserve/model"
@@ -18,11 +17,12 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 		Deterministic: c.Deterministic, Buckets: c.GraphBuckets,
 	}
 	if c.TP.Ranks > 1 {
-		if !o.Preview && os.Getenv("LLMSERVE_GPU_PREVIEW") != "1" {
-			return nil, fmt.Errorf("-tp %d: the tensor-parallel engine has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it", c.TP.Ranks)
+		e, err := decode.NewTPGPUEngine(m, decode.TPGPUOptions{GPUOptions: o, Ranks: c.TP.Ranks, NCCLLib: c.TP.NCCLLib})
+		if err != nil {
+			return nil, err
 		}
 		warn(fmt.Sprintf("-tp %d: the tensor-parallel engine is experimental: eager steps of at most 64 tokens, logits gathered on the host", c.TP.Ranks))
-		return decode.NewTPGPUEngine(m, decode.TPGPUOptions{GPUOptions: o, Ranks: c.TP.Ranks, NCCLLib: c.TP.NCCLLib})
+		return e, nil
 	}
 	return decode.NewGPUEngine(m, o)
 }

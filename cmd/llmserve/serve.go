@@ -262,16 +262,19 @@ func serveCmd(args []string) error {
 	return nil
 }
 
-// durationFlag parses "90" as seconds and "1m30s" as a Go duration.
+// durationFlag parses "90" as seconds and "1m30s" as a Go duration, and
+// refuses a negative one (every duration flag is a length of time).
 func durationFlag(dst *time.Duration) func(string) error {
 	return func(v string) error {
-		if n, err := strconv.ParseFloat(v, 64); err == nil {
-			*dst = time.Duration(n * float64(time.Second))
-			return nil
-		}
 		d, err := time.ParseDuration(v)
-		if err != nil {
+		if n, ferr := strconv.ParseFloat(v, 64); ferr == nil {
+			d, err = time.Duration(n*float64(time.Second)), nil
+		}
+		switch {
+		case err != nil:
 			return fmt.Errorf("%q is neither seconds nor a duration", v)
+		case d < 0:
+			return fmt.Errorf("%q is negative", v)
 		}
 		*dst = d
 		return nil

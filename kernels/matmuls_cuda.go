@@ -175,19 +175,5 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 // rounded into op.Scratch (prep).
 func (d *Device) mmqProduct(op MatMulOp) error {
 	kind := mmqKind(op.W)
-	tile := mmqTileFor(kind, op.X.Rows)
-	B, cols := op.X.Rows, op.W.Cols
-	kpad := mmqKPad(cols)
-	rb, err := op.W.RowBytes()
-	if err != nil {
-		return fmt.Errorf("kernels: matmul: %w", err)
-	}
-	p := mmqParams{
-		W: uint64(op.W.Ptr), XQ: uint64(op.Scratch), XD: uint64(op.Scratch.Add(int64(B) * int64(kpad))), Y: uint64(op.Y.Ptr), RowBytes: rb,
-		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
-		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.typeCode()),
-	}
-	name := "mmq_" + kind + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, tile.rows), Y: ceilDiv(B, tile.batch)}, cuda.Dim3{X: tile.threads()},
-		mmqShared(kind, tile), p.args()...)
+	return d.mmqLaunch(op, kind, mmqVariant{tile: mmqTileFor(kind, op.X.Rows)})
 }

@@ -502,17 +502,17 @@ static __device__ __forceinline__ float i2f(int c) {
 // and t = lane%4, A's registers are rows g, g+8, g, g+8 at words t, t,
 // t+4, t+4; B's are column g at words t and t+4; C's are (g, 2t),
 // (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
-template <int T, int BM, int BN, int NI, bool CV>
+template <int T, int BM, int BN, int MI, int NI, bool CV>
 static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int h, int wr, int wc,
-                                                     float acc[2][NI][4]) {
+                                                     float acc[MI][NI][4]) {
   using L = WLayout<T>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < MMQ_KB; j++) {
-    int a[2][4];
-    float dw[2][2], mw[2][2];
+    int a[MI][4];
+    float dw[MI][2], mw[MI][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++) {
+    for (int mi = 0; mi < MI; mi++) {
       const int r = wr + mi * 16 + g;
       wfrag<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
       wfrag<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
@@ -524,7 +524,7 @@ static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st,
       const int c0 = wc + ni * 8 + 2 * t;
       const float2 x0 = st.xd[c0 * MMQ_KB + j], x1 = st.xd[(c0 + 1) * MMQ_KB + j];
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++) {
+      for (int mi = 0; mi < MI; mi++) {
         int c[4];
         mma_s8(c, a[mi], b);
         acc[mi][ni][0] += i2f(c[0]) * (dw[mi][0] * x0.x);
@@ -561,17 +561,17 @@ static __device__ __forceinline__ void mma_s8_k16(int c[4], int a0, int a1, int 
 // rows 0..7 are ones at k 0..15 and rows 8..15 ones at k 16..31 gives the
 // sums of the block's halves per column: (g, 2t), (g, 2t+1) the first
 // half's of columns 2t, 2t+1, (g+8, ·) the second's.
-template <int T, int BM, int BN, int NI, bool CV>
+template <int T, int BM, int BN, int MI, int NI, bool CV>
 static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int h, int wr, int wc,
-                                                       float acc[2][NI][4]) {
+                                                       float acc[MI][NI][4]) {
   using L = WLayout<T>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < MMQ_KB; j++) {
-    int a[2][4];
-    float2 dw[2][2], mw[2][2];
+    int a[MI][4];
+    float2 dw[MI][2], mw[MI][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++) {
+    for (int mi = 0; mi < MI; mi++) {
       const int r = wr + mi * 16 + g;
       wfrag16<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
       wfrag16<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
@@ -591,7 +591,7 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
         for (int e = 0; e < 4; e++) hs[e] = i2f(c[e]);
       }
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++) {
+      for (int mi = 0; mi < MI; mi++) {
         int cl[4], ch[4];
         mma_s8_k16(cl, a[mi][0], a[mi][1], b[0]);
         mma_s8_k16(ch, a[mi][2], a[mi][3], b[1]);
@@ -613,24 +613,24 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
 }
 
 // mmq is the product for weights of layout T in BM × BN tiles of Y, one
-// warp per 32 × WN sub-tile (the warps along the rows first); CV: each
+// warp per WM × WN sub-tile (the warps along the rows first); CV: each
 // stage of W is converted once (convert_stage) and the warps read the
 // converted tile. Grid (ceil(rows/BM), ceil(batch/BN), parts): a split
 // product (split_stages > 0) computes in block z the stages z·split_stages
 // up to the next part's and writes its partial sums to y + z·batch·rows
-// (mmq_reduce adds the parts); 32·(BM/32)·(BN/WN) threads;
+// (mmq_reduce adds the parts); 32·(BM/WM)·(BN/WN) threads;
 // 2·sizeof(Stage<T, BM, BN>) (+ sizeof(Conv<T, BM>) with CV) bytes of
 // dynamic shared memory.
-template <int T, int BM, int BN, int WN, bool CV> static __device__ void mmq(const MmqParams &p) {
-  constexpr int NI = WN / 8;
-  constexpr int THREADS = 32 * (BM / 32) * (BN / WN);
+template <int T, int BM, int BN, int WM, int WN, bool CV> static __device__ void mmq(const MmqParams &p) {
+  constexpr int MI = WM / 16, NI = WN / 8;
+  constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
   extern __shared__ __align__(16) uint8_t mmq_shared[];
   Stage<T, BM, BN> *st = (Stage<T, BM, BN> *)mmq_shared;
   Conv<T, BM> *cv = CV ? (Conv<T, BM> *)(mmq_shared + 2 * sizeof(Stage<T, BM, BN>)) : nullptr;
   const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wr = (warp % (BM / 32)) * 32, wc = (warp / (BM / 32)) * WN;
-  float acc[2][NI][4] = {};
+  const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
+  float acc[MI][NI][4] = {};
   const int stages = p.kpad / (32 * MMQ_KB);
   const int per = p.split_stages > 0 ? p.split_stages : stages;
   const int s0 = blockIdx.z * per, s1 = min(stages, s0 + per);
@@ -653,16 +653,16 @@ template <int T, int BM, int BN, int WN, bool CV> static __device__ void mmq(con
       __syncthreads();
     }
     if constexpr (WLayout<T>::sub16) {
-      compute_stage16<T, BM, BN, NI, CV>(cur, cv, s & 1, wr, wc, acc);
+      compute_stage16<T, BM, BN, MI, NI, CV>(cur, cv, s & 1, wr, wc, acc);
     } else {
-      compute_stage<T, BM, BN, NI, CV>(cur, cv, s & 1, wr, wc, acc);
+      compute_stage<T, BM, BN, MI, NI, CV>(cur, cv, s & 1, wr, wc, acc);
     }
     __syncthreads(); // cur (and cv) are refilled next
   }
   float *out = p.y + (size_t)blockIdx.z * p.batch * p.rows;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int mi = 0; mi < 2; mi++) {
+  for (int mi = 0; mi < MI; mi++) {
 #pragma unroll
     for (int ni = 0; ni < NI; ni++) {
 #pragma unroll
@@ -691,28 +691,33 @@ extern "C" __global__ void mmq_reduce(const float *__restrict__ part, float *__r
   y[i] = accumulate ? __fadd_rn(y[i], sum) : sum;
 }
 
-// The kernels: mmq_<type>_<BM>x<BN>[_cv], warps of 32 × WN, each held to
-// 128 registers a thread so that 16 warps fit a multiprocessor. The
-// 32-column baseline tiles (64×64, 64×128, 128×128) read the raw stages;
-// the narrow batch tiles (64×16, 128×16 with WN 16; 64×32, 128×32) have
-// one warp per 32 rows; _cv are the baseline tiles on converted stages.
-#define MMQ_KERNEL(name, T, BM, BN, WN, CV)                                 \
-  extern "C" __global__ void __launch_bounds__(32 * (BM / 32) * (BN / WN),  \
-                                               16 / ((BM / 32) * (BN / WN))) \
-      name(const MmqParams p) {                                             \
-    mmq<T, BM, BN, WN, CV>(p);                                              \
+// The kernels: mmq_<type>_<BM>x<BN>[_w64][_cv], warps of WM × WN, at
+// least MB blocks a multiprocessor (MB·(BM/WM)·(BN/WN) warps: 16, so 128
+// registers a thread, but for the 64 × 32 warps: 12 warps for 128×64, 8
+// for 128×128, which hold 64 accumulators a thread and spill hundreds of
+// bytes within 128 registers). The baseline tiles (64×64, 64×128,
+// 128×128, warps of 32 × 32) read the raw stages; the narrow batch tiles
+// (64×16, 128×16 with warps of 32 × 16; 64×32, 128×32) have one warp per
+// 32 rows; _cv are the baseline tiles on converted stages, and _w64_cv
+// 128×64 and 128×128 tiles of 64 × 32 warps on converted stages (twice
+// the products per fragment load).
+#define MMQ_KERNEL(name, T, BM, BN, WM, WN, CV, MB)                                        \
+  extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), MB) name(const MmqParams p) { \
+    mmq<T, BM, BN, WM, WN, CV>(p);                                                         \
   }
-#define MMQ_KERNELS(name, T)                          \
-  MMQ_KERNEL(name##_64x64, T, 64, 64, 32, false)      \
-  MMQ_KERNEL(name##_64x128, T, 64, 128, 32, false)    \
-  MMQ_KERNEL(name##_128x128, T, 128, 128, 32, false)  \
-  MMQ_KERNEL(name##_64x16, T, 64, 16, 16, false)      \
-  MMQ_KERNEL(name##_128x16, T, 128, 16, 16, false)    \
-  MMQ_KERNEL(name##_64x32, T, 64, 32, 32, false)      \
-  MMQ_KERNEL(name##_128x32, T, 128, 32, 32, false)    \
-  MMQ_KERNEL(name##_64x64_cv, T, 64, 64, 32, true)    \
-  MMQ_KERNEL(name##_64x128_cv, T, 64, 128, 32, true)  \
-  MMQ_KERNEL(name##_128x128_cv, T, 128, 128, 32, true)
+#define MMQ_KERNELS(name, T)                                    \
+  MMQ_KERNEL(name##_64x64, T, 64, 64, 32, 32, false, 4)         \
+  MMQ_KERNEL(name##_64x128, T, 64, 128, 32, 32, false, 2)       \
+  MMQ_KERNEL(name##_128x128, T, 128, 128, 32, 32, false, 1)     \
+  MMQ_KERNEL(name##_64x16, T, 64, 16, 32, 16, false, 8)         \
+  MMQ_KERNEL(name##_128x16, T, 128, 16, 32, 16, false, 4)       \
+  MMQ_KERNEL(name##_64x32, T, 64, 32, 32, 32, false, 8)         \
+  MMQ_KERNEL(name##_128x32, T, 128, 32, 32, 32, false, 4)       \
+  MMQ_KERNEL(name##_64x64_cv, T, 64, 64, 32, 32, true, 4)       \
+  MMQ_KERNEL(name##_64x128_cv, T, 64, 128, 32, 32, true, 2)     \
+  MMQ_KERNEL(name##_128x128_cv, T, 128, 128, 32, 32, true, 1)   \
+  MMQ_KERNEL(name##_128x64_w64_cv, T, 128, 64, 64, 32, true, 3) \
+  MMQ_KERNEL(name##_128x128_w64_cv, T, 128, 128, 64, 32, true, 1)
 MMQ_KERNELS(mmq_q4_0, MMQ_T_Q4_0)
 MMQ_KERNELS(mmq_q8_0, MMQ_T_Q8_0)
 MMQ_KERNELS(mmq_q8_0_wide, MMQ_T_Q8_0 + MMQ_T_WIDE)

@@ -78,10 +78,13 @@ var mmqBatches = []int{1, 2, 3, 7, 9, 63, 65, 127, 511, 512, 513}
 // batch's figure varies widely: 1.1e-4 was seen on Q4_K at B=1; checked
 // on products of at least mmqMinF32Values values). Large
 // shapes are checked on their first and last rows and 48 random ones, and
-// for unwritten values everywhere. Y = X·Wᵀ is written, and added to Y
-// (Residual) at two batches. Every product must equal, bit for bit, the
-// same rows of the product at the largest batch in the smallest tile. The
-// largest NMSE of each shape is logged.
+// for unwritten values everywhere (the large shapes at the batches of
+// mmqLargeBatch). Y = X·Wᵀ is written, and added to Y (Residual) at two
+// batches. Every variant of mmqTestVariants runs each product twice, and
+// the two must agree bit for bit; the unsplit products in the baseline
+// tiles must equal, bit for bit, the same rows of the product at the
+// largest batch in the smallest tile. The largest NMSE of each shape is
+// logged.
 func TestGPUMatMul(t *testing.T) {
 	type kind struct {
 		typ  gguf.Type

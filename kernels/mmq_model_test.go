@@ -379,26 +379,27 @@ func TestMmqModelFragments(t *testing.T) {
 }
 
 // TestMmqModelTiles checks, for every tile of mmqTiles, the warp mapping
-// of mmq in mmq.cu: warp w takes rows (w mod BM/32)·32 and columns
-// (w div BM/32)·warpCols, and its lanes' accumulators (mi, ni, e) at row
+// of mmq in mmq.cu: warp w takes rows (w mod BM/WM)·WM and columns
+// (w div BM/WM)·warpCols (WM = warpRows), and its lanes' accumulators
+// (mi < WM/16, ni, e) at row
 // 16mi + g + 8(e/2), column 8ni + 2t + e%2 cover the tile's BM × BN
 // values exactly once; and the block fits the kernels' launch bounds
 // (16 warps a multiprocessor, whole blocks).
 func TestMmqModelTiles(t *testing.T) {
 	for _, tile := range mmqTiles {
 		t.Run(tile.String(), func(t *testing.T) {
-			if tile.rows%32 != 0 || tile.batch%tile.warpCols != 0 || tile.warpCols%8 != 0 {
-				t.Fatalf("tile %v: want rows a multiple of 32, batch of warpCols, warpCols of 8", tile)
+			if tile.warpRows%16 != 0 || tile.rows%tile.warpRows != 0 || tile.batch%tile.warpCols != 0 || tile.warpCols%8 != 0 {
+				t.Fatalf("tile %v: want rows a multiple of warpRows, warpRows of 16, batch of warpCols, warpCols of 8", tile)
 			}
 			if w := tile.warps(); w < 1 || 16%w != 0 {
 				t.Fatalf("%d warps: the launch bounds ask for 16/warps whole blocks a multiprocessor", w)
 			}
 			seen := make([]int, tile.rows*tile.batch)
 			for w := 0; w < tile.warps(); w++ {
-				wr, wc := (w%(tile.rows/32))*32, (w/(tile.rows/32))*tile.warpCols
+				wr, wc := (w%(tile.rows/tile.warpRows))*tile.warpRows, (w/(tile.rows/tile.warpRows))*tile.warpCols
 				for lane := 0; lane < 32; lane++ {
 					g, tt := lane>>2, lane&3
-					for mi := 0; mi < 2; mi++ {
+					for mi := 0; mi < tile.warpRows/16; mi++ {
 						for ni := 0; ni < tile.warpCols/8; ni++ {
 							for e := 0; e < 4; e++ {
 								r, b := wr+mi*16+g+(e>>1)*8, wc+ni*8+2*tt+(e&1)

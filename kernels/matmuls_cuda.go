@@ -175,5 +175,5 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 // rounded into op.Scratch (prep).
 func (d *Device) mmqProduct(op MatMulOp) error {
 	kind := mmqKind(op.W)
-	return d.mmqLaunch(op, kind, mmqVariant{tile: mmqTileFor(kind, op.X.Rows)})
+	return d.mmqLaunch(op, kind, mmqDefault(kind, op.X.Rows))
 }

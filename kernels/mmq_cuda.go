@@ -254,8 +254,23 @@ func (op *MatMulOp) check() (string, error) {
 // MatMul queues op: the rounding of X into the scratch, then the product.
 func (d *Device) MatMul(op MatMulOp) error {
 	kind := mmqKind(op.W)
-	return d.matMul(op, mmqVariant{tile: mmqTileFor(kind, op.X.Rows)})
+	return d.matMul(op, mmqDefault(kind, op.X.Rows))
 }
+
+// mmqDefault is how MatMul runs a product of B rows of layout kind: in
+// mmqTileFor's tile, split as mmqSplit chooses up to B = mmqSplitMaxB
+// (the decode batches), unsplit past it (prompts) until the benchmark's
+// figures say that splitting pays there too.
+func mmqDefault(kind string, B int) mmqVariant {
+	v := mmqVariant{tile: mmqTileFor(kind, B)}
+	if B > mmqSplitMaxB {
+		v.parts = 1
+	}
+	return v
+}
+
+// mmqSplitMaxB is the largest batch MatMul splits by default.
+const mmqSplitMaxB = 64
 
 // mmqVariant is how a product runs: its tile, and parts, the k range split
 // it asks for (0: mmqSplit's choice; n: n parts, or fewer where the

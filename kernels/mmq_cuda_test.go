@@ -378,6 +378,9 @@ func BenchmarkGPUMatMul(b *testing.B) {
 				def := mmqTileFor(kind, B)
 				stages := mmqKPad(cols) / mmqStage
 				defParts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, def.rows)*ceilDiv(B, def.batch), def.warps(), dev.ctx.Multiprocessors())
+				if mmqDefault(kind, B).parts == 1 {
+					defParts = 1
+				}
 				paths := []path{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmqTiles {
 					v := mmqVariant{tile, 1}

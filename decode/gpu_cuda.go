@@ -19,6 +19,11 @@ type GPUOptions struct {
 	Context int  // positions per sequence; 0 = the model's trained context
 	MaxSeqs int  // sequence slots in the KV cache; 0 = 1
 	Graphs  bool // replay one captured CUDA graph per batch bucket instead of launching kernels one by one
+	// Buckets are the step sizes a batch chunk is padded to, each with its
+	// own graph: ascending, in 1..MaxBucket (Buckets.Validate); nil is
+	// DefaultBuckets. A chunk of more tokens than the largest runs eagerly
+	// at its own size.
+	Buckets []int
 	// NoOverlap launches each kernel only once the one ahead has finished,
 	// instead of letting it start early and wait for that kernel's results
 	// on the device (programmatic dependent launch, compute capability 9.0
@@ -46,19 +51,27 @@ type GPUOptions struct {
 	// tokens (whose sums do not depend on the batch) instead of the
 	// tensor-core products, which sum in another order.
 	Deterministic bool
+	// Preview also runs the kernels not yet verified on a device: the
+	// tensor-core products of the types beyond Q4_0, Q8_0, Q4_K and Q5_K
+	// (Q6_K among them) and of F16/BF16 weights, the inputs of the products
+	// computed as they are rounded, and prompt attention on the tensor
+	// cores. The environment variable LLMSERVE_GPU_PREVIEW=1 turns it on
+	// too.
+	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
 	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
 	MatMulMin int
 }
 
-// gpuBuckets are the step sizes a batch chunk is padded to; each has its
-// own graph. The largest is the most tokens one step runs.
-var gpuBuckets = []int{1, 2, 4, 8, 16, 32, 64}
+// gpuMaxBatch is the largest bucket there may be: the most tokens of a
+// step run from a graph, and the most rows of logits one step computes —
+// the matrix-vector kernels' batch.
+const gpuMaxBatch = kernels.MaxBatch
 
-// gpuMaxBatch is the largest bucket: the most tokens of a step run from a
-// graph, and the most rows of logits one step computes.
-const gpuMaxBatch = 64
+// MaxBucket (buckets.go, untagged) names the same bound.
+var _ [MaxBucket - gpuMaxBatch]struct{}
+var _ [gpuMaxBatch - MaxBucket]struct{}
 
 // gpuMaxStep is the most tokens of one step. Steps of more than
 // gpuMaxBatch tokens (prompts) run eagerly at their exact size on the
@@ -90,7 +103,7 @@ type GPUEngine struct {
 	rope   []*kernels.RopeEpilogue // [layer]: RoPE and the cache write of the Q/K/V product
 	s      gpuScratch              // device activations for stepRows tokens
 	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn then picked
-	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch]
+	hostIn []uint32                // tokens, positions, sequences [stepRows] each, picks [gpuMaxBatch][kernels.PickWords], wanted rows [gpuMaxBatch], prompt tiles [stepRows][4]
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
 	// stepRows is the most tokens of one step: gpuMaxStep, or gpuMaxBatch
 	// in deterministic mode.
@@ -98,11 +111,18 @@ type GPUEngine struct {
 	// matMulMin is the smallest step on the tensor-core products (above
 	// stepRows in deterministic mode: never).
 	matMulMin int
-	logits    []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
-	check     []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
-	graphs    map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
-	overlap   bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
-	stats     gpuGraphStats
+	// prefill says whether steps over gpuMaxBatch tokens run attention on
+	// the tensor cores (kernels.AttentionPrefill takes the head size);
+	// tiles and tileRows describe the current step's tile table (in e.in).
+	prefill         bool
+	tiles, tileRows int
+	logits          []float32           // [gpuMaxBatch*Vocab] logits of the graph run in check mode
+	check           []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
+	buckets         Buckets             // the step sizes chunks are padded to (GPUOptions.Buckets)
+	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
+	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
+	stats           gpuGraphStats
+	exec            *gpuExec // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -125,6 +145,7 @@ type gpuScratch struct {
 	seq      kernels.DevI32 // [B]
 	picks    cuda.DevPtr    // [gpuMaxBatch][kernels.PickWords] view of in
 	wanted   kernels.DevI32 // [gpuMaxBatch] view of in: the rows whose logits a step over gpuMaxBatch computes
+	tiles    cuda.DevPtr    // [stepRows][4] view of in: the prompt tiles of a step over gpuMaxBatch (kernels.PrefillTile)
 	picked   kernels.DevI32 // [gpuMaxBatch] view of in: the picked tokens
 }
 
@@ -136,13 +157,23 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.MaxSeqs <= 0 {
 		opts.MaxSeqs = 1
 	}
+	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
+		opts.Preview = true
+	}
 	if os.Getenv("LLMSERVE_GRAPH_CHECK") == "1" {
 		opts.GraphCheck = true
 	}
 	if opts.GraphCheck {
 		opts.Graphs = true
 	}
-	if err := gpuSupports(m); err != nil {
+	buckets := Buckets(opts.Buckets)
+	if buckets == nil {
+		buckets = DefaultBuckets()
+	}
+	if err := buckets.Validate(); err != nil {
+		return nil, fmt.Errorf("decode: cuda: graph buckets %v: %w", opts.Buckets, err)
+	}
+	if err := gpuSupports(m, opts.Preview); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
@@ -155,7 +186,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	e := &GPUEngine{m: m, opts: opts, dev: dev, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
+	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
 		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin}
 	if opts.MatMulMin > 0 {
 		e.matMulMin = opts.MatMulMin
@@ -188,11 +219,11 @@ func (e *GPUEngine) init() error {
 	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
 	// and picks, and the rounded activations of the products.
 	S := e.stepRows
-	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3)
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m))
 	if err != nil {
 		return err
 	}
-	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2)
+	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+2+4*S/gpuMaxBatch)
 	if err != nil {
 		return err
 	}
@@ -207,7 +238,7 @@ func (e *GPUEngine) init() error {
 	}
 	// uploadWeights refuses weights plus reserve past the free device
 	// memory before it allocates anything.
-	w, wbuf, err := uploadWeights(ctx, m, reserve, e.opts.Progress)
+	w, wbuf, err := uploadWeights(ctx, m, e.opts.Context, reserve, e.opts.Progress)
 	if err != nil {
 		return err
 	}
@@ -266,7 +297,10 @@ func (e *GPUEngine) init() error {
 		return err
 	}
 	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
-	inWords := 3*S + (kernels.PickWords+1)*M
+	if err := e.initExec(); err != nil {
+		return err
+	}
+	inWords := 3*S + (kernels.PickWords+1)*M + 4*S
 	if e.in, err = e.alloc("step inputs", int64(inWords+M)*4); err != nil {
 		return err
 	}
@@ -276,7 +310,9 @@ func (e *GPUEngine) init() error {
 	e.s.seq = kernels.DevI32{Ptr: at(2 * S), Len: S}
 	e.s.picks = at(3 * S)
 	e.s.wanted = kernels.DevI32{Ptr: at(3*S + kernels.PickWords*M), Len: M}
+	e.s.tiles = at(3*S + (kernels.PickWords+1)*M)
 	e.s.picked = kernels.DevI32{Ptr: at(inWords), Len: M}
+	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {
@@ -369,29 +405,14 @@ func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []
 	})
 }
 
-// chunkEnd is the end of the step that starts at token lo of b: at most
-// stepRows tokens with at most gpuMaxBatch wanted rows.
-func (e *GPUEngine) chunkEnd(b *Batch, lo int) int {
-	hi, wanted := lo, 0
-	for hi < b.Len() && hi-lo < e.stepRows {
-		if b.Logits[hi] {
-			if wanted == gpuMaxBatch {
-				break
-			}
-			wanted++
-		}
-		hi++
-	}
-	return hi
-}
+// chunkEnd is the end of the step that starts at token lo of b.
+func (e *GPUEngine) chunkEnd(b *Batch, lo int) int { return stepEnd(b, lo, e.stepRows, gpuMaxBatch) }
 
-// bucket is the smallest step size that holds n tokens: a graph bucket up
-// to gpuMaxBatch, n itself above.
-func bucket(n int) int {
-	for _, b := range gpuBuckets {
-		if n <= b {
-			return b
-		}
+// bucket is the step size that runs n tokens: the smallest graph bucket
+// that holds them, n itself above the largest bucket.
+func (e *GPUEngine) bucket(n int) int {
+	if i, ok := e.buckets.Choose(n); ok {
+		return e.buckets[i]
 	}
 	return n
 }
@@ -411,10 +432,15 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		return 0, err
 	}
 	nw := b.wanted()
+	e.stats.padded(B, n)
 	switch {
 	case wide(B):
 		e.stats.eagerSteps.Add(1)
 		if err := e.wideStep(B, nw); err != nil {
+			return 0, err
+		}
+	case B > e.buckets.Max(): // more tokens than a graph holds
+		if err := e.eagerStep(B); err != nil {
 			return 0, err
 		}
 	case e.opts.GraphCheck:
@@ -491,7 +517,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 // the list of those rows.
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
-	B := bucket(n)
+	B := e.bucket(n)
 	S, M := e.stepRows, gpuMaxBatch
 	r := r0
 	for i := 0; i < M; i++ {
@@ -515,6 +541,16 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 		}
 		e.hostIn[i], e.hostIn[S+i], e.hostIn[2*S+i] = uint32(tok), uint32(pos), uint32(seq)
 	}
+	e.tiles, e.tileRows = 0, 0
+	if wide(B) && e.prefill {
+		tiles := kernels.PrefillTiles(b.Seq, b.Pos, kernels.PrefillTileRows)
+		words, rows := kernels.PrefillTileTable(tiles)
+		at := 3*S + (kernels.PickWords+1)*M
+		for i, w := range words {
+			e.hostIn[at+i] = uint32(w)
+		}
+		e.tiles, e.tileRows = len(tiles), rows
+	}
 	return B, e.in.Write(0, cuda.AsBytes(e.hostIn))
 }
 
@@ -530,5 +566,8 @@ func devicePick(p *Pick) kernels.Pick {
 // eagerStep launches the kernels of a step of B tokens one by one.
 func (e *GPUEngine) eagerStep(B int) error {
 	e.stats.eagerSteps.Add(1)
+	if s := e.stats.of(B); s != nil {
+		s.eagerSteps.Add(1)
+	}
 	return e.step(B)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"llmserve/internal/cuda"
 )
@@ -15,6 +16,29 @@ import (
 // gpuGraphStats are the counters behind GraphStats.
 type gpuGraphStats struct {
 	captures, replays, paramUpdates, fallbacks, eagerSteps atomic.Uint64
+	sizes                                                  [MaxBucket + 1]gpuBucketStats // by step size; GraphStats reports the engine's buckets
+}
+
+// gpuBucketStats are the counters behind one BucketStats.
+type gpuBucketStats struct {
+	nodes, capture, instantiate                   atomic.Int64  // node count, and nanoseconds, set at the capture
+	replays, eagerSteps, realTokens, paddedTokens atomic.Uint64 // steps replayed and run eagerly; tokens of requests and of padding
+}
+
+// of is the counters of steps of B tokens, nil above MaxBucket.
+func (s *gpuGraphStats) of(B int) *gpuBucketStats {
+	if B < 1 || B >= len(s.sizes) {
+		return nil
+	}
+	return &s.sizes[B]
+}
+
+// padded counts a step of n tokens padded to B.
+func (s *gpuGraphStats) padded(B, n int) {
+	if b := s.of(B); b != nil {
+		b.realTokens.Add(uint64(n))
+		b.paddedTokens.Add(uint64(B - n))
+	}
 }
 
 // GraphStats reports how the engine ran its steps so far. The engine
@@ -22,13 +46,20 @@ type gpuGraphStats struct {
 // buffer), so ParamUpdates stays 0.
 func (e *GPUEngine) GraphStats() GraphStats {
 	s := &e.stats
-	return GraphStats{
+	buckets := make([]BucketStats, len(e.buckets))
+	for i, B := range e.buckets {
+		b := s.of(B)
+		buckets[i] = BucketStats{Size: B, Nodes: int(b.nodes.Load()),
+			Capture: time.Duration(b.capture.Load()), Instantiate: time.Duration(b.instantiate.Load()),
+			Replays: b.replays.Load(), EagerSteps: b.eagerSteps.Load(), RealTokens: b.realTokens.Load(), PaddedTokens: b.paddedTokens.Load()}
+	}
+	return GraphStats{Buckets: buckets, GraphCounts: GraphCounts{
 		Captures:     s.captures.Load(),
 		Replays:      s.replays.Load(),
 		ParamUpdates: s.paramUpdates.Load(),
 		Fallbacks:    s.fallbacks.Load(),
 		EagerSteps:   s.eagerSteps.Load(),
-	}
+	}}
 }
 
 var _ GraphStatser = (*GPUEngine)(nil)
@@ -44,6 +75,9 @@ func (e *GPUEngine) graphStep(B int) error {
 		return fmt.Errorf("replay graph of bucket %d: %w", B, err)
 	}
 	e.stats.replays.Add(1)
+	if s := e.stats.of(B); s != nil {
+		s.replays.Add(1)
+	}
 	return nil
 }
 
@@ -65,6 +99,11 @@ func (e *GPUEngine) graph(B int) *cuda.Graph {
 	nodes, err := g.Nodes()
 	if err != nil {
 		e.warn(fmt.Sprintf("cuda graph of batch bucket %d: %v", B, err))
+	}
+	if s := e.stats.of(B); s != nil {
+		s.nodes.Store(int64(nodes))
+		s.capture.Store(int64(g.CaptureTime()))
+		s.instantiate.Store(int64(g.InstantiateTime()))
 	}
 	if e.opts.Info != nil {
 		e.opts.Info(fmt.Sprintf("cuda graph of batch bucket %d: %d nodes, captured in %.2f ms, instantiated in %.2f ms",

@@ -69,13 +69,31 @@ func TestGPUGraphCheck(t *testing.T) {
 		}
 		steps := uint64(len(stepSizes)) // 16 tokens, buckets 1, 4, 2, 8, 1, 4
 		es, cs := eager.GraphStats(), checked.GraphStats()
-		if es != (GraphStats{EagerSteps: steps}) {
+		if es.GraphCounts != (GraphCounts{EagerSteps: steps}) {
 			t.Errorf("eager engine stats %+v, want %d eager steps only", es, steps)
 		}
-		if want := (GraphStats{Captures: 4, Replays: steps, EagerSteps: steps}); cs != want {
+		if want := (GraphCounts{Captures: 4, Replays: steps, EagerSteps: steps}); cs.GraphCounts != want {
 			t.Errorf("checked engine stats %+v, want %+v", cs, want)
 		}
 	})
+}
+
+// TestGPUGraphCheckMatMul runs the graph check with the tensor-core
+// products in every step (MatMulMin 1), with and without the preview
+// kernels: each bucket's graph must give the eager launches' bits.
+func TestGPUGraphCheckMatMul(t *testing.T) {
+	for _, name := range []string{"tiny-llama-Q4_K_M", "tiny-llama-Q8_0", "tiny-llama-F16", "tiny-qwen2-Q4_K_M"} {
+		m := loadModel(t, "golden/"+name+".gguf")
+		for _, preview := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/preview=%v", name, preview), func(t *testing.T) {
+				e := openGPU(t, m, GPUOptions{Context: 64, GraphCheck: true, MatMulMin: 1, Preview: preview})
+				stepwise(t, e, goldenTokens, stepSizes)
+				if g := e.GraphStats(); g.Replays != uint64(len(stepSizes)) {
+					t.Errorf("%d replays, want %d", g.Replays, len(stepSizes))
+				}
+			})
+		}
+	}
 }
 
 // TestGPUGraphCheckDetects makes the graph differ from the eager launches
@@ -175,7 +193,7 @@ func TestGPUCaptureFallback(t *testing.T) {
 			t.Errorf("warning lacks %q: %s", s, warnings[0])
 		}
 	}
-	if st, want := e.GraphStats(), (GraphStats{Captures: 1, Replays: 4, Fallbacks: 1, EagerSteps: 4}); st != want {
+	if st, want := e.GraphStats().GraphCounts, (GraphCounts{Captures: 1, Replays: 4, Fallbacks: 1, EagerSteps: 4}); st != want {
 		t.Errorf("stats %+v, want %+v", st, want)
 	}
 }

@@ -8,7 +8,21 @@ import (
 	"testing"
 
 	"llmserve/internal/nmse"
+	"llmserve/model"
 )
+
+// cpuPrompt is a prompt of n tokens (prefillTokens) and every row of its
+// logits from the CPU engine with a context of ctx.
+func cpuPrompt(t *testing.T, m *model.Model, n, ctx int) ([]int32, []float32) {
+	t.Helper()
+	cpu, err := NewCPUEngine(m, CPUOptions{Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	toks := prefillTokens(n, cpu.VocabSize())
+	return toks, forwardAll(t, cpu, toks, 0)
+}
 
 // prefillTokens are n tokens drawn from a vocabulary of vocab.
 func prefillTokens(n, vocab int) []int32 {
@@ -28,7 +42,8 @@ var deterministicTypes = map[string]bool{
 }
 
 // TestGPUPrefill runs a 300-token prompt through the GPU engine on every
-// golden model and compares it with the CPU engine: with every row's
+// golden model, with and without the preview kernels, and compares it with
+// the CPU engine: with every row's
 // logits wanted (steps of 64 wanted rows, on the tensor-core products), as
 // one step with the last row's logits only (the output projection of that
 // row alone), as that step beside single tokens of two other sequences,
@@ -38,45 +53,48 @@ func TestGPUPrefill(t *testing.T) {
 	const n = 300
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
-		cpu, err := NewCPUEngine(m, CPUOptions{Context: 320})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		V := cpu.VocabSize()
-		toks := prefillTokens(n, V)
-		want := forwardAll(t, cpu, toks, 0)
+		V := m.Vocab
+		toks, want := cpuPrompt(t, m, n, 320)
 		tol := gpuCPUTolerance(name)
 		last := want[(n-1)*V:]
 
-		e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true})
-		all := forwardAll(t, e, toks, 0)
-		if err := nmse.Of(all, want); !(err <= tol) {
-			t.Errorf("every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-		}
+		var out []float32
+		for _, preview := range []bool{false, true} {
+			// The preview kernels round the prompt's attention operands to
+			// f16 (as llama.cpp's f16 cache does): the tolerance of the
+			// golden tests against llama.cpp for F16 weights, 1e-4, at least.
+			tol, same := tol, 1e-6
+			if preview {
+				tol, same = max(tol, 1e-4), 1e-4
+			}
+			e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true, Preview: preview})
+			all := forwardAll(t, e, toks, 0)
+			if err := nmse.Of(all, want); !(err <= tol) {
+				t.Errorf("every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+			}
 
-		// The prompt again in sequence 1 with its last row wanted, beside
-		// one token of sequence 2 whose logits are wanted too.
-		var b Batch
-		for i, tok := range toks {
-			b.Add(tok, int32(i), 1, i == n-1)
+			// The prompt again in sequence 1 with its last row wanted, beside
+			// one token of sequence 2 whose logits are wanted too.
+			var b Batch
+			for i, tok := range toks {
+				b.Add(tok, int32(i), 1, i == n-1)
+			}
+			b.Add(toks[0], 0, 2, true)
+			out = make([]float32, 2*V)
+			if err := e.Forward(&b, out); err != nil {
+				t.Fatal(err)
+			}
+			if err := nmse.Of(out[:V], last); !(err <= tol) {
+				t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+			}
+			if err := nmse.Of(out[:V], all[(n-1)*V:]); !(err <= same) {
+				t.Errorf("one step, last row wanted: NMSE %.3g vs the rows of steps of 64", err)
+			}
+			if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
+				t.Errorf("a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
+			}
+			t.Logf("preview=%v: NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", preview, nmse.Of(all, want), nmse.Of(out[:V], last), tol)
 		}
-		b.Add(toks[0], 0, 2, true)
-		out := make([]float32, 2*V)
-		if err := e.Forward(&b, out); err != nil {
-			t.Fatal(err)
-		}
-		if err := nmse.Of(out[:V], last); !(err <= tol) {
-			t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-		}
-		if err := nmse.Of(out[:V], all[(n-1)*V:]); !(err <= 1e-6) {
-			t.Errorf("one step, last row wanted: NMSE %.3g vs the rows of steps of 64", err)
-		}
-		if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
-			t.Errorf("a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-		}
-		t.Logf("NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", nmse.Of(all, want), nmse.Of(out[:V], last), tol)
-
 		// Deterministic mode: the prompt in one batch and token by token
 		// give the same bits, on the types the 8-bit matrix-vector kernels
 		// read (the others' f32 sums depend on the batch size).
@@ -86,6 +104,7 @@ func TestGPUPrefill(t *testing.T) {
 		}
 		d := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 2, Graphs: true, Deterministic: true})
 		batched := forwardAll(t, d, toks[:100], 0)
+		var b Batch
 		for i, tok := range toks[:100] {
 			b.Reset()
 			b.Add(tok, int32(i), 1, true)
@@ -146,7 +165,7 @@ func TestGPUProfilePrompt(t *testing.T) {
 	if err := e.Forward(&b, next); err != nil {
 		t.Fatal(err)
 	}
-	ref := openGPU(t, m, GPUOptions{Context: 128})
+	ref := openGPU(t, m, GPUOptions{Context: 128, Preview: e.opts.Preview})
 	b.Reset()
 	for i, tok := range toks {
 		b.Add(tok, int32(i), 0, false)

@@ -22,21 +22,10 @@ const gpuOverlapTokens = 1
 // same launches run eagerly or under graph capture. Every row's logits are
 // computed and sampled.
 func (e *GPUEngine) step(B int) error {
-	m, s, d := e.m, &e.s, e.dev
 	if err := e.body(B); err != nil {
 		return err
 	}
-	if err := e.op(-1, "output_norm+output", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, B)}},
-			X:    s.x.Slice(0, B), Norm: e.w.outputNorm, Eps: m.RMSEps,
-		})
-	}); err != nil {
-		return err
-	}
-	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, B), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: B})
-	})
+	return e.output(e.s.x.Slice(0, B))
 }
 
 // wideStep queues the forward pass of B > gpuMaxBatch tokens, of which nw
@@ -57,16 +46,27 @@ func (e *GPUEngine) wideStep(B, nw int) error {
 	}); err != nil {
 		return err
 	}
+	return e.output(xw)
+}
+
+// output queues the output norm and projection of the rows of x (at most
+// gpuMaxBatch) into the first rows of the logits, and the picks of those
+// rows.
+func (e *GPUEngine) output(x kernels.DevF32) error {
+	m, s, d, n := e.m, &e.s, e.dev, x.Rows
 	if err := e.op(-1, "output_norm+output", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, nw)}},
-			X:    xw, Norm: e.w.outputNorm, Eps: m.RMSEps,
+			Segs: []kernels.MatVecSeg{{W: e.w.output, Y: s.logits.Slice(0, n)}},
+			X:    x, Norm: e.w.outputNorm, Eps: m.RMSEps,
 		})
 	}); err != nil {
 		return err
 	}
+	if err := e.execOutput(n); err != nil {
+		return err
+	}
 	return e.op(-1, "sample", func() error {
-		return d.Sample(s.logits.Slice(0, nw), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: nw})
+		return d.Sample(s.logits.Slice(0, n), s.picks, kernels.DevI32{Ptr: s.picked.Ptr, Len: n})
 	})
 }
 
@@ -85,10 +85,16 @@ func (e *GPUEngine) body(B int) error {
 	if err := e.op(-1, "token_embd", func() error { return d.GetRows(e.w.tokEmbd, tok, x) }); err != nil {
 		return err
 	}
+	if err := e.execInput(B); err != nil {
+		return err
+	}
 	for l := range e.w.layers {
 		layer := e.layer
 		if B >= e.matMulMin || B > gpuMaxBatch { // the matrix-vector kernels take 64 rows at most
 			layer = e.layerMatMul
+		}
+		if e.exec != nil { // a model the fused layer does not take
+			layer = e.execBlock
 		}
 		if err := layer(l, B, x, pos, seq); err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)
@@ -153,7 +159,7 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	q, k, v, xn := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B), s.xn.Slice(0, B)
 	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
 	op := func(in kernels.DevF32, segs ...kernels.MatVecSeg) kernels.MatMulsOp {
-		return kernels.MatMulsOp{Segs: segs, X: in, Scratch: s.mm, ScratchBytes: s.mmBytes, Temp: xn}
+		return kernels.MatMulsOp{Segs: segs, X: in, Scratch: s.mm, ScratchBytes: s.mmBytes, Temp: xn, Preview: e.opts.Preview}
 	}
 	if err := e.op(l, "attn_norm+qkv", func() error {
 		o := op(x, kernels.MatVecSeg{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]},
@@ -191,11 +197,17 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	})
 }
 
-// attention queues layer l's attention for a step of B tokens, in pieces
-// of at most gpuMaxBatch rows (the partial results' scratch holds that
-// many).
+// attention queues layer l's attention for a step of B tokens: on the
+// tensor cores over the step's prompt tiles for a step over gpuMaxBatch
+// where the kernels take the head size, else on the decode kernel in
+// pieces of at most gpuMaxBatch rows (the partial results' scratch holds
+// that many).
 func (e *GPUEngine) attention(l, B int) error {
 	s := &e.s
+	if wide(B) && e.prefill {
+		return e.dev.AttentionPrefill(kernels.AttentionPrefillOp{Cache: e.kv[l], Q: s.q.Slice(0, B), Out: s.att.Slice(0, B), Heads: e.m.Heads,
+			Tiles: s.tiles, NumTiles: e.tiles, MaxRows: e.tileRows})
+	}
 	for lo := 0; lo < B; lo += gpuMaxBatch {
 		n := min(gpuMaxBatch, B-lo)
 		pos := kernels.DevI32{Ptr: s.pos.Ptr.Add(4 * int64(lo)), Len: n}

@@ -22,10 +22,22 @@ type gpuWeights struct {
 
 // gpuLayer holds one block's tensors by model.TensorID: matrices in mats,
 // vectors (norms 1 × width, biases) decoded to f32 in vecs; absent ones
-// have Cols == 0 and a zero Ptr.
+// have Cols == 0 and a zero Ptr. A 3-D tensor ([experts][rows][cols]) is
+// placed one matrix per expert, each 256-byte aligned and all the same
+// distance apart (expertStride), in exps; its mats entry stays absent.
 type gpuLayer struct {
 	mats [model.NumTensors]kernels.DevMatrix
 	vecs [model.NumTensors]kernels.DevF32
+	exps [model.NumTensors][]kernels.DevMatrix // [expert], for 3-D tensors only
+}
+
+// expertStride is the distance in bytes from one expert's matrix to the
+// next (0 for a single expert).
+func expertStride(exps []kernels.DevMatrix) int64 {
+	if len(exps) < 2 {
+		return 0
+	}
+	return int64(exps[1].Ptr - exps[0].Ptr)
 }
 
 // weightArena packs every tensor into one device allocation.
@@ -76,8 +88,11 @@ func (a *weightArena) placeBytes(data []byte) cuda.DevPtr {
 }
 
 // uploadWeights places every tensor of m in one device buffer, after
-// checking that the device has room for it and reserve more bytes.
-func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Progress) (gpuWeights, *cuda.Buffer, error) {
+// checking that the device has room for it and reserve more bytes. The
+// rope frequency factors are those of an engine of context positions
+// (LongRoPE's long factors beyond the original context, as the CPU engine
+// picks them).
+func uploadWeights(ctx *cuda.Context, m *model.Model, context int, reserve int64, progress Progress) (gpuWeights, *cuda.Buffer, error) {
 	a := &weightArena{mats: map[*model.Tensor]kernels.DevMatrix{}}
 	var w gpuWeights
 	var err error
@@ -105,6 +120,31 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		a.mats[t] = mx
 		return mx
 	}
+	// experts places the matrices of a 3-D tensor one by one, in the
+	// GGUF layout (the products of the chosen experts only,
+	// kernels.MoEProduct, read that); consecutive placements of one size
+	// are equally spaced.
+	experts := func(t *model.Tensor) []kernels.DevMatrix {
+		if err != nil {
+			return nil
+		}
+		if !kernels.SupportsType(t.Type) {
+			err = fmt.Errorf("tensor %q: type %v: %w on CUDA", t.Name, t.Type, model.ErrUnsupported)
+			return nil
+		}
+		n, rows, cols := int(t.Dims[2]), int(t.Dims[1]), int(t.Dims[0])
+		rb, rerr := t.Type.RowBytes(int64(cols))
+		if rerr != nil || int64(len(t.Data)) != int64(n)*int64(rows)*rb {
+			err = fmt.Errorf("tensor %q: %d bytes for %d experts of %d×%d %v", t.Name, len(t.Data), n, rows, cols, t.Type)
+			return nil
+		}
+		size := int64(rows) * rb
+		views := make([]kernels.DevMatrix, n)
+		for e := range views {
+			views[e] = kernels.DevMatrix{Type: t.Type, Rows: rows, Cols: cols, Ptr: a.placeBytes(t.Data[int64(e)*size : int64(e+1)*size])}
+		}
+		return views
+	}
 	vec := func(t *model.Tensor) kernels.DevF32 {
 		if err != nil || t == nil {
 			return kernels.DevF32{}
@@ -123,6 +163,8 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		for id, t := range m.Layers[i] {
 			switch {
 			case t == nil:
+			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix && len(t.Dims) == 3:
+				w.layers[i].exps[id] = experts(t)
 			case model.Spec(model.TensorID(id)).Kind == model.KindMatrix:
 				w.layers[i].mats[id] = mat(t, true)
 			default:
@@ -132,7 +174,7 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 	}
 	if err == nil {
 		var ff []float32
-		if ff, err = ropeFactors(m, m.CtxTrain); err == nil && ff != nil {
+		if ff, err = ropeFactors(m, context); err == nil && ff != nil {
 			w.ropeFactors = kernels.DevF32{Ptr: a.placeBytes(cuda.AsBytes(ff)), Rows: 1, Cols: len(ff)}
 		}
 	}
@@ -188,6 +230,9 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, reserve int64, progress Pr
 		for id := range l.mats {
 			l.mats[id].Ptr = rel(l.mats[id].Ptr, l.mats[id].Cols > 0)
 			l.vecs[id].Ptr = rel(l.vecs[id].Ptr, l.vecs[id].Cols > 0)
+			for e := range l.exps[id] {
+				l.exps[id][e].Ptr = rel(l.exps[id][e].Ptr, true)
+			}
 		}
 	}
 	return w, buf, nil

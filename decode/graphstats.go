@@ -5,16 +5,37 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // GraphStats counts how an engine that replays CUDA graphs ran its steps.
-// A step is one chunk of at most 64 tokens.
+// A step is one chunk of a batch (at most 64 tokens, or a prompt chunk
+// that runs eagerly at its own size).
 type GraphStats struct {
+	GraphCounts
+	Buckets []BucketStats // one per graph bucket, by ascending size
+}
+
+// GraphCounts are the totals of GraphStats over every step size.
+type GraphCounts struct {
 	Captures     uint64 // graphs captured and instantiated
 	Replays      uint64 // steps run by replaying a graph
 	ParamUpdates uint64 // kernel-node parameter updates before a replay
 	Fallbacks    uint64 // captures or instantiations that failed, leaving their bucket to eager launches
 	EagerSteps   uint64 // steps run by launching kernels one by one
+}
+
+// BucketStats are the figures of one graph bucket: its graph, and the
+// steps padded to its size.
+type BucketStats struct {
+	Size         int           // tokens of the bucket's steps
+	Nodes        int           // nodes of its graph; 0 before the capture or when it failed
+	Capture      time.Duration // time its capture took
+	Instantiate  time.Duration // time its instantiation took
+	Replays      uint64        // steps run by replaying its graph
+	EagerSteps   uint64        // steps of its size run by launching kernels one by one
+	RealTokens   uint64        // tokens of requests in steps of its size
+	PaddedTokens uint64        // padding tokens that filled those steps to its size
 }
 
 // GraphStatser is an engine that reports GraphStats (safe to call from any

@@ -70,6 +70,14 @@ type SchedulerConfig struct {
 	// from: where it happened, the value and the panicking goroutine's
 	// stack. It is called from the goroutine that panicked.
 	OnPanic func(where string, v any, stack []byte)
+	// MaxDecodeGap, when positive, bounds the inter-token gap of running
+	// streams while prompts are processed: a step that carries decode
+	// tokens takes only as many prompt tokens as the measured cost of
+	// earlier steps says fit in it (at least 16). 0: prompt chunks fill
+	// the step (StepTokens).
+	MaxDecodeGap time.Duration
+	// Clock times the steps for MaxDecodeGap; nil is time.Now.
+	Clock func() time.Time
 }
 
 // Scheduler runs continuous batching: each step packs one decode token of
@@ -92,6 +100,7 @@ type Scheduler struct {
 	slots  []*sequence // [MaxSeqs] running sequence of each slot, nil when free
 	active []*sequence // running sequences in admission order
 	batch  Batch       // [<= StepTokens] this step's tokens
+	cost   stepCost    // measured step durations, for MaxDecodeGap
 	rows   []*sequence // [MaxSeqs] sequence of each logits row of this step
 	logits []float32   // [MaxSeqs * VocabSize] logits rows of this step
 
@@ -114,6 +123,9 @@ func NewScheduler(eng Engine, vocab Vocab, cfg SchedulerConfig) (*Scheduler, err
 	}
 	if cfg.StepTokens <= 0 {
 		cfg.StepTokens = 512
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	cfg.StepTokens = max(cfg.StepTokens, eng.MaxSeqs()+1)
 	if cfg.MaxQueue < 0 {

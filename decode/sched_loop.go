@@ -140,7 +140,8 @@ func (s *Scheduler) step() {
 			seq.chunk = 1
 		}
 	}
-	budget := s.cfg.StepTokens - s.batch.Len()
+	decodes := s.batch.Len()
+	budget := s.cost.promptBudget(s.cfg.MaxDecodeGap, decodes, s.cfg.StepTokens-decodes)
 	for _, seq := range s.active {
 		if seq.prefilled() || seq.waiting || seq.requeued || budget <= 0 {
 			continue
@@ -165,7 +166,10 @@ func (s *Scheduler) step() {
 		s.compact()
 		return
 	}
-	if err := s.forwardGuarded(); err != nil {
+	start := s.cfg.Clock()
+	err := s.forwardGuarded()
+	s.cost.observe(s.batch.Len(), s.cfg.Clock().Sub(start))
+	if err != nil {
 		err = fmt.Errorf("decode: forward step of %d tokens: %w", s.batch.Len(), err)
 		for _, seq := range s.active {
 			if seq.chunk > 0 {

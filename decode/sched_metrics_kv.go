@@ -35,21 +35,3 @@ func (m *Metrics) preempted() {
 	m.kv.preemptions++
 	m.mu.Unlock()
 }
-
-// write renders the pool's figures; the caller holds the mutex.
-func (k *kvMetrics) write(p *promWriter) {
-	if !k.paged {
-		return
-	}
-	l := k.layout
-	p.scalar("llmserve_kv_bytes_per_token", "gauge", "KV cache bytes one token takes over all layers ("+l.K.String()+" keys, "+l.V.String()+" values).", float64(l.BytesPerToken()))
-	p.scalar("llmserve_kv_bytes_per_slot", "gauge", "KV cache bytes of one request at the full context.", float64(l.BytesPerToken()*int64(k.context)))
-	p.scalar("llmserve_kv_pool_bytes", "gauge", "Bytes of the paged KV pool.", float64(l.PoolBytes()))
-	p.scalar("llmserve_kv_block_tokens", "gauge", "Tokens per block of the KV pool.", float64(l.BlockSize))
-	p.scalar("llmserve_kv_blocks_total", "gauge", "Blocks in the KV pool.", float64(l.Blocks))
-	p.scalar("llmserve_kv_blocks_used", "gauge", "Blocks of the KV pool held by running requests.", float64(k.used))
-	p.scalar("llmserve_kv_blocks_cached", "gauge", "Full blocks the prefix cache can hand to a new request.", float64(k.cached))
-	p.scalar("llmserve_kv_evictions_total", "counter", "Cached blocks evicted, least recently used first, to make room.", float64(k.evictions))
-	p.scalar("llmserve_prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache instead of computed.", float64(k.cachedPrompt))
-	p.scalar("llmserve_kv_preemptions_total", "counter", "Requests preempted when the KV pool ran dry (recomputed when there was room).", float64(k.preemptions))
-}

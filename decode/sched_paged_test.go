@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,15 +195,9 @@ func TestSchedulerPrefixEviction(t *testing.T) {
 	if ev := s.Metrics().Snapshot().KVEvictions; ev == 0 {
 		t.Errorf("no eviction in a pool of %d tokens after %d prompts of 40", 2*ctx, len(reqs))
 	}
-	var prom strings.Builder
-	if err := s.Metrics().WritePrometheus(&prom); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"llmserve_kv_bytes_per_token ", "llmserve_kv_bytes_per_slot ", "llmserve_kv_pool_bytes ",
-		"llmserve_kv_blocks_total 8\n", "llmserve_prompt_tokens_cached_total ", "llmserve_kv_evictions_total "} {
-		if !strings.Contains(prom.String(), name) {
-			t.Errorf("/metrics lacks %q", name)
-		}
+	if m := s.Metrics().Snapshot(); !m.KVPaged || m.KVLayout.Blocks != 8 || m.KVLayout.BytesPerToken() <= 0 || m.KVContext != ctx {
+		t.Errorf("metrics describe the pool as paged %v, %d blocks, %d bytes a token, context %d; want a paged pool of 8 blocks, context %d",
+			m.KVPaged, m.KVLayout.Blocks, m.KVLayout.BytesPerToken(), m.KVContext, ctx)
 	}
 }
 

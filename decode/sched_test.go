@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -395,27 +396,39 @@ func TestSchedulerShutdown(t *testing.T) {
 	}
 }
 
-func TestMetricsPrometheus(t *testing.T) {
+// TestMetricsSnapshot checks the counters of one request in the snapshot
+// that /metrics renders.
+func TestMetricsSnapshot(t *testing.T) {
 	s := startScheduler(t, newFakeEngine(32, 64, 2), SchedulerConfig{})
 	run(t, s, Request{Prompt: prompt(4, 0), MaxTokens: 5, IgnoreEOS: true})
-	var sb strings.Builder
-	if err := s.Metrics().WritePrometheus(&sb); err != nil {
-		t.Fatal(err)
-	}
-	text := sb.String()
-	for _, want := range []string{
-		`llmserve_requests_finished_total{outcome="length"} 1`,
-		"llmserve_prompt_tokens_total 4\n",
-		"llmserve_generated_tokens_total 5\n",
-		"llmserve_slots_total 2\n",
-		`llmserve_time_to_first_token_seconds_bucket{le="+Inf"} 1`,
-		"llmserve_inter_token_latency_seconds_count 4\n",
-		"# TYPE llmserve_queue_depth gauge\n",
+	m := s.Metrics().Snapshot()
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"finished by length", m.Finished["length"], 1},
+		{"prompt tokens", m.PromptTokens, 4},
+		{"generated tokens", m.GeneratedTokens, 5},
+		{"slots", uint64(m.Slots), 2},
+		{"first-token observations", m.TTFT.Count, 1},
+		{"inter-token observations", m.ITL.Count, 4},
+		{"inter-token observations by bucket", sum(m.ITL.Counts), 4},
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics lack %q:\n%s", want, text)
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, c.got, c.want)
 		}
 	}
+	if m.Graphs != nil {
+		t.Errorf("graph counters %+v from an engine without graphs", m.Graphs)
+	}
+}
+
+func sum(xs []uint64) uint64 {
+	var n uint64
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
 
 // graphEngine is a fake engine that also reports CUDA graph counters.
@@ -428,17 +441,11 @@ func (g graphEngine) GraphStats() GraphStats { return g.stats }
 
 func TestMetricsShowGraphStats(t *testing.T) {
 	m := NewMetrics()
-	m.WatchGraphs(graphEngine{stats: GraphStats{Captures: 7, Replays: 1234, Fallbacks: 1, EagerSteps: 5}})
-	var buf strings.Builder
-	if err := m.WritePrometheus(&buf); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"llmserve_cuda_graph_captures_total 7\n", "llmserve_cuda_graph_replays_total 1234\n",
-		"llmserve_cuda_graph_param_updates_total 0\n", "llmserve_cuda_graph_fallbacks_total 1\n", "llmserve_cuda_eager_steps_total 5\n",
-	} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, buf.String())
-		}
+	want := GraphStats{GraphCounts: GraphCounts{Captures: 7, Replays: 1234, Fallbacks: 1, EagerSteps: 5},
+		Buckets: []BucketStats{{Size: 1, Nodes: 40, Replays: 1000, RealTokens: 1000}, {Size: 8, Replays: 234, RealTokens: 1500, PaddedTokens: 372}}}
+	m.WatchGraphs(graphEngine{stats: want})
+	got := m.Snapshot().Graphs
+	if got == nil || !reflect.DeepEqual(*got, want) {
+		t.Errorf("snapshot graph stats %+v, want %+v", got, want)
 	}
 }

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
-	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"slices"
 	"sync"
+
+	"llmserve/decode"
 )
 
 // httpMetrics counts responses by status code, and handler panics.
@@ -33,26 +35,69 @@ func (m httpMetrics) panic() {
 	m.mu.Unlock()
 }
 
-// serveMetrics renders the HTTP and scheduler counters for Prometheus.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.metrics.mu.Lock()
-	codes := make([]int, 0, len(s.metrics.byCode))
-	for c := range s.metrics.byCode {
+// httpFigures are the HTTP server's figures at one moment, for /metrics.
+type httpFigures struct {
+	byCode     map[int]uint64 // responses sent, by HTTP status
+	panics     uint64         // handlers that panicked
+	open       int64          // connections open now
+	goroutines int
+}
+
+// figures copies the counters.
+func (m httpMetrics) figures() httpFigures {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := httpFigures{byCode: make(map[int]uint64, len(m.byCode)), panics: *m.panics}
+	for c, n := range m.byCode {
+		f.byCode[c] = n
+	}
+	return f
+}
+
+// writeHTTPMetrics renders f in the Prometheus text format.
+func writeHTTPMetrics(w io.Writer, f httpFigures) error {
+	p := &promWriter{w: w}
+	codes := make([]int, 0, len(f.byCode))
+	for c := range f.byCode {
 		codes = append(codes, c)
 	}
 	slices.Sort(codes)
-	fmt.Fprint(w, "# HELP llmserve_http_requests_total HTTP responses, by status code.\n# TYPE llmserve_http_requests_total counter\n")
+	p.header("llmserve_http_requests_total", "counter", "HTTP responses, by status code.")
 	for _, c := range codes {
-		fmt.Fprintf(w, "llmserve_http_requests_total{code=\"%d\"} %d\n", c, s.metrics.byCode[c])
+		p.printf("llmserve_http_requests_total{code=\"%d\"} %d\n", c, f.byCode[c])
 	}
-	fmt.Fprintf(w, "# HELP llmserve_http_panics_total Handlers that panicked (each answered 500).\n# TYPE llmserve_http_panics_total counter\nllmserve_http_panics_total %d\n", *s.metrics.panics)
-	s.metrics.mu.Unlock()
-	fmt.Fprintf(w, "# HELP llmserve_http_open_connections HTTP connections open now.\n# TYPE llmserve_http_open_connections gauge\nllmserve_http_open_connections %d\n", s.conns.Load())
-	fmt.Fprintf(w, "# HELP go_goroutines Goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
+	p.header("llmserve_http_panics_total", "counter", "Handlers that panicked (each answered 500).")
+	p.printf("llmserve_http_panics_total %d\n", f.panics)
+	p.header("llmserve_http_open_connections", "gauge", "HTTP connections open now.")
+	p.printf("llmserve_http_open_connections %d\n", f.open)
+	p.header("go_goroutines", "gauge", "Goroutines that currently exist.")
+	p.printf("go_goroutines %d\n", f.goroutines)
+	return p.err
+}
+
+// writeMetrics renders the HTTP figures, then the scheduler's snapshot
+// when a model is loaded (sched nil while loading).
+func writeMetrics(w io.Writer, f httpFigures, sched *decode.MetricsSnapshot) error {
+	if err := writeHTTPMetrics(w, f); err != nil {
+		return err
+	}
+	if sched == nil {
+		return nil
+	}
+	return writeSchedulerMetrics(w, *sched)
+}
+
+// serveMetrics renders the HTTP and scheduler counters for Prometheus.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	f := s.metrics.figures()
+	f.open, f.goroutines = s.conns.Load(), runtime.NumGoroutine()
+	var sched *decode.MetricsSnapshot
 	if m := s.model.Load(); m != nil {
-		if err := m.Scheduler.Metrics().WritePrometheus(w); err != nil {
-			s.cfg.Logger.Warn().Err(err).Msg("writing metrics")
-		}
+		snap := m.Scheduler.Metrics().Snapshot()
+		sched = &snap
+	}
+	if err := writeMetrics(w, f, sched); err != nil {
+		s.cfg.Logger.Warn().Err(err).Msg("writing metrics")
 	}
 }

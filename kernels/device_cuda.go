@@ -49,7 +49,11 @@ var kernelNames = map[string][]string{
 	"matvec":    nil,
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
+	"mmh":       mmhKernelNames(),
 	"sample":    {"sample"},
+	"ops_arch":  opsArchKernels(),
+
+	"attention_prefill": prefillKernelNames(),
 }
 
 // waitsItself says whether kernel name may be launched to overlap the
@@ -123,7 +127,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// optInShared lets the mvq and mmq kernels use the device's shared memory beyond
+// optInShared lets the mvq, mmq, mmh and attention_prefill kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).
 func (d *Device) optInShared() error {
 	n, err := d.ctx.MaxSharedOptIn()
@@ -131,7 +135,8 @@ func (d *Device) optInShared() error {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	d.maxShared = n - 1024
-	for _, name := range append(mvqKernels(), mmqKernelNames()...) {
+	names := append(append(mvqKernels(), mmqKernelNames()...), mmhKernelNames()...)
+	for _, name := range append(names, prefillKernelNames()...) {
 		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
 			return fmt.Errorf("kernels: %w", err)
 		}

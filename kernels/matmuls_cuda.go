@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 
 	"llmserve/internal/cuda"
 )
@@ -14,12 +15,14 @@ import (
 // X RMS-normalized and scaled by Norm (when its Ptr is set, with Eps), or
 // silu(X)·Up (when Up's Ptr is set: SwiGLU of a gate and an up product).
 //
-// It is the product of the steps of many tokens: matrices of a type the
-// tensor-core kernels read (MatMulSupports) run there, the input computed
-// and rounded to 8 bits once into Scratch for all of them (one launch,
-// mmq_prep); the others run on the matrix-vector kernels in chunks of
-// MaxBatch rows, from the input written as f32 to Temp (B × Cols) first
-// when it is not X itself.
+// It is the product of the steps of many tokens: quantized matrices of a
+// type the int8 tensor-core kernels read (MatMulSupports) run there, the
+// input computed and rounded to 8 bits once into Scratch for all of them
+// (one launch, mmq_prep); F16 and BF16 matrices run on the 16-bit
+// tensor-core kernels (mmh.cu) and the others on the matrix-vector kernels
+// in chunks of MaxBatch rows, both from the input as f32, written to Temp
+// (B × Cols) first when it is not X itself. Preview says which of these
+// kernels may run.
 type MatMulsOp struct {
 	Segs         []MatVecSeg
 	X            DevF32
@@ -30,11 +33,19 @@ type MatMulsOp struct {
 	Scratch      cuda.DevPtr
 	ScratchBytes int64
 	Temp         DevF32
+	// Preview also runs the kernels not yet verified on a device: the
+	// int8 products of the types beyond mmqVerified, the 16-bit products,
+	// and the input computed as it is rounded (mmq_prep). Without it those
+	// matrices run on the matrix-vector kernels and the input is written
+	// to Temp first.
+	Preview bool
 }
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
 // needs.
-func MatMulsScratchBytes(B, cols int) int64 { return MatMulScratchBytes(B, cols) }
+func MatMulsScratchBytes(B, cols int) int64 {
+	return max(MatMulScratchBytes(B, cols), MatMulHalfScratchBytes(B, cols))
+}
 
 func (op *MatMulsOp) check() error {
 	if len(op.Segs) < 1 || len(op.Segs) > 3 {
@@ -69,37 +80,48 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		return err
 	}
 	mode := prepMode(op)
-	quantized, materialized := false, mode == prepPlain
 	x := op.X
+	// The input goes to Temp as f32 first unless every matrix runs on the
+	// int8 products and mmq_prep may compute it as it rounds it.
+	f32 := !op.Preview
 	for _, s := range op.Segs {
-		if !MatMulSupports(s.W) {
-			if !materialized {
-				if err := d.materialize(op); err != nil {
+		f32 = f32 || op.path(s.W) != pathInt8
+	}
+	if mode != prepPlain && f32 {
+		if err := d.materialize(op); err != nil {
+			return err
+		}
+		x, mode = op.Temp.Slice(0, op.X.Rows), prepPlain
+	}
+	quantized := false // the scratch holds x rounded to 8 bits
+	for _, s := range op.Segs {
+		mm := MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
+		switch op.path(s.W) {
+		case pathInt8:
+			if _, err := mm.check(); err != nil {
+				return err
+			}
+			if !quantized {
+				in := op
+				in.X = x
+				if err := d.prep(in, mode); err != nil {
 					return err
 				}
-				x, materialized = op.Temp, true
+				quantized = true
 			}
+			if err := d.mmqProduct(mm); err != nil {
+				return err
+			}
+		case pathHalf:
+			quantized = false // mmh rounds its input into the same scratch
+			if err := d.matMulHalf(mm); err != nil {
+				return err
+			}
+		default:
 			if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
 				return err
 			}
-			continue
-		}
-		mm := MatMulOp{W: s.W, X: op.X, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
-		if _, err := mm.check(); err != nil {
-			return err
-		}
-		if !quantized {
-			in := op
-			if mode != prepPlain && materialized { // Temp holds the input, and X may be Temp
-				in.X, mode = x, prepPlain
-			}
-			if err := d.prep(in, mode); err != nil {
-				return err
-			}
-			quantized = true
-		}
-		if err := d.mmqProduct(mm); err != nil {
-			return err
+			continue // the matrix-vector kernels add the bias themselves
 		}
 		if s.Bias.Ptr != 0 {
 			if err := d.AddBias(s.Y, s.Bias); err != nil {
@@ -108,6 +130,30 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		}
 	}
 	return nil
+}
+
+// matMulPath is the kernels MatMuls runs a matrix on.
+type matMulPath int
+
+const (
+	pathMatVec matMulPath = iota // the matrix-vector kernels, MaxBatch rows at a time
+	pathInt8                     // mmq.cu
+	pathHalf                     // mmh.cu
+)
+
+// mmqVerified are the mmq layouts whose kernels have passed their tests on
+// a device; the others run with Preview only.
+var mmqVerified = []string{"q4_0", "q8_0", "q8_0_wide", "q4_k", "q5_k"}
+
+// path is where op runs a product with w.
+func (op *MatMulsOp) path(w DevMatrix) matMulPath {
+	switch kind := mmqKind(w); {
+	case kind != "" && (op.Preview || slices.Contains(mmqVerified, kind)):
+		return pathInt8
+	case op.Preview && matMulHalfSupports(w):
+		return pathHalf
+	}
+	return pathMatVec
 }
 
 // The input modes of mmq_prep (mmq_prep.cu).
@@ -127,11 +173,19 @@ func prepMode(op MatMulsOp) int {
 	return prepPlain
 }
 
-// prep computes op's input and rounds it into op.Scratch in one launch.
+// prep computes op's input and rounds it into op.Scratch in one launch:
+// mmq_prep with Preview, else (plain input only) mmq_quantize.
 func (d *Device) prep(op MatMulsOp, mode int) error {
 	B, cols := op.X.Rows, op.X.Cols
 	kpad := mmqKPad(cols)
 	xq, xd := op.Scratch, op.Scratch.Add(int64(B)*int64(kpad))
+	if !op.Preview {
+		if mode != prepPlain {
+			return fmt.Errorf("kernels: matmuls: input mode %d needs Preview", mode)
+		}
+		return d.launch("mmq_quantize", cuda.Dim3{X: ceilDiv(kpad/32, 8), Y: B}, cuda.Dim3{X: 256}, 0,
+			cuda.P(op.X.Ptr), cuda.P(xq), cuda.P(xd), cuda.I(cols), cuda.I(kpad), cuda.I(B))
+	}
 	return d.launch("mmq_prep", cuda.Dim3{X: B}, cuda.Dim3{X: 256}, 0,
 		cuda.P(op.X.Ptr), cuda.P(op.Up.Ptr), cuda.P(op.Norm.Ptr), cuda.P(xq), cuda.P(xd),
 		cuda.I(cols), cuda.I(kpad), cuda.F(op.Eps), cuda.I(mode))

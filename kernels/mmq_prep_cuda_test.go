@@ -11,16 +11,17 @@ import (
 	"llmserve/gguf"
 )
 
-// TestGPUMatMulsInputs checks MatMuls with each input mode (X, RMSNorm(X)
+// TestGPUMatMulsInputs checks MatMuls, with and without Preview, with each input mode (X, RMSNorm(X)
 // scaled, SwiGLU of X and Up) against the f64 product of the dequantized
 // weights with the same input computed on the host, on a Q8_0 matrix (the
-// tensor-core path, input computed as it is rounded) and an F32 one (the
-// matrix-vector path, input written to Temp first), for batches that are
-// not tile multiples, with and without accumulation; with X as input it
-// must give MatMul's bits.
+// int8 tensor-core path, input computed as it is rounded), an F32 one (the
+// matrix-vector path, input written to Temp first) and an F16 one (the
+// 16-bit tensor-core path, from Temp too), for batches that are not tile
+// multiples, with and without accumulation; with X as input the Q8_0
+// product must give MatMul's bits.
 func TestGPUMatMulsInputs(t *testing.T) {
 	const rows, cols = 100, 320
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32, gguf.TypeF16} {
 		rng := rand.New(rand.NewPCG(3, uint64(typ)))
 		g := newBuffers(t)
 		data := randomRows(rng, typ, rows, cols)
@@ -32,8 +33,9 @@ func TestGPUMatMulsInputs(t *testing.T) {
 		}
 		for _, B := range []int{1, 7, 65, 130} {
 			for _, mode := range []string{"plain", "norm", "glu"} {
-				for _, acc := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%v/B%d/%s/accumulate=%v", typ, B, mode, acc), func(t *testing.T) {
+				for _, c := range []struct{ acc, preview bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+					acc := c.acc
+					t.Run(fmt.Sprintf("%v/B%d/%s/accumulate=%v/preview=%v", typ, B, mode, acc, c.preview), func(t *testing.T) {
 						x, up, norm, y0 := randF32(rng, B*cols), randF32(rng, B*cols), randF32(rng, cols), randF32(rng, B*rows)
 						in := matMulsInput(mode, x, up, norm, B, cols)
 						want := make([]float64, B*rows)
@@ -55,7 +57,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 							Y = g.poisoned(B, rows)
 						}
 						scratch := g.poisoned(1, int(MatMulsScratchBytes(B, cols)/4))
-						op := MatMulsOp{Segs: []MatVecSeg{{W: w, Y: Y}}, X: X, Accumulate: acc,
+						op := MatMulsOp{Segs: []MatVecSeg{{W: w, Y: Y}}, X: X, Accumulate: acc, Preview: c.preview,
 							Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4, Temp: g.poisoned(B, cols)}
 						switch mode {
 						case "norm":

@@ -28,7 +28,7 @@ func benchCmd(args []string) error { return benchTo(os.Stdout, args) }
 func benchTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked on the host through the grammar's\nmasks, the rest as the server picks them. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked on the host through the grammar's\nmasks, the rest as the server picks them. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
 		fs.PrintDefaults()
 	}
 	var path string
@@ -42,9 +42,11 @@ func benchTo(w io.Writer, args []string) error {
 	fs.IntVar(&ec.Threads, "t", 0, "CPU threads (0 = all)")
 	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
+	fs.Func("graph-buckets", graphBucketsUsage, graphBucketsFlag(&ec.GraphBuckets))
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
 	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
+	addTPFlags(fs, &ec.TP)
 	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
 	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
 	cold := fs.Bool("cold-grammar", false, "give each constrained run a new grammar engine, so that no mask is cached before it (as for a grammar the server has not seen)")

@@ -163,8 +163,6 @@ func compatFlags() []compatFlag {
 			note: "--cache-reuse: llmserve reuses every cached full KV block of a prompt's prefix, from any earlier or running request (--no-prefix-cache turns it off); the flag changes nothing"},
 		{names: "reasoning-format", arg: "FORMAT", usage: "accepted: reasoning text stays in the message content (like none)",
 			note: "--reasoning-format: llmserve leaves reasoning text in the message content, as llama-server's none does"},
-		{names: "split-mode,sm", arg: "MODE", usage: "accepted: llmserve runs on one GPU",
-			note: "--split-mode: llmserve runs on one GPU; the flag changes nothing"},
 		{names: "main-gpu,mg", arg: "N", usage: "0 only: llmserve runs on the first GPU",
 			apply: func(o *serveOptions, v string) error {
 				if v != "0" {

@@ -74,8 +74,8 @@ func TestLlamaServerFlagsAccepted(t *testing.T) {
 		{[]string{"-m", "x", "-v"}, func(o serveOptions) bool { return o.verbose }},
 		{[]string{"-m", "x", "-a", "tiny", "-to", "30"}, func(o serveOptions) bool { return o.alias == "tiny" && o.timeout.Seconds() == 30 }},
 		{[]string{"-m", "x", "--metrics=false"}, func(o serveOptions) bool { return len(o.notes) == 0 }},
-		{[]string{"-m", "x", "--no-context-shift", "--cache-reuse", "256", "--reasoning-format", "deepseek", "-sm", "layer",
-			"--threads-http", "4", "--numa", "distribute", "-nkvo", "--log-colors", "--no-slots"}, func(o serveOptions) bool { return len(o.notes) == 8 && o.noSlots }},
+		{[]string{"-m", "x", "--no-context-shift", "--cache-reuse", "256", "--reasoning-format", "deepseek",
+			"--threads-http", "4", "--numa", "distribute", "-nkvo", "--log-colors", "--no-slots"}, func(o serveOptions) bool { return len(o.notes) == 7 && o.noSlots }},
 		{[]string{"-m", "x", "-mg", "0", "-lv", "4"}, func(o serveOptions) bool { return o.verbose && len(o.refused) == 0 }},
 		{[]string{"-m", "x", "--log-file", "/tmp/x.log"}, func(o serveOptions) bool { return o.logFile == "/tmp/x.log" }},
 	}

@@ -3,15 +3,26 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"llmserve/decode"
 	"llmserve/model"
 )
 
 // openGPUEngine opens the CUDA engine on device 0.
 func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engine, error) {
-	return decode.NewGPUEngine(m, decode.GPUOptions{
+	o := decode.GPUOptions{
 		Context: c.Context, MaxSeqs: c.MaxSeqs, Graphs: c.CUDAGraphs, NoOverlap: c.NoOverlap,
 		GraphDump: c.GraphDump, GraphCheck: c.GraphCheck, Warn: warn, Info: c.Info, Progress: c.Progress,
-		Deterministic: c.Deterministic,
-	})
+		Deterministic: c.Deterministic, Buckets: c.GraphBuckets,
+	}
+	if c.TP.Ranks > 1 {
+		if !o.Preview && os.Getenv("LLMSERVE_GPU_PREVIEW") != "1" {
+			return nil, fmt.Errorf("-tp %d: the tensor-parallel engine has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it", c.TP.Ranks)
+		}
+		warn(fmt.Sprintf("-tp %d: the tensor-parallel engine is experimental: eager steps of at most 64 tokens, logits gathered on the host", c.TP.Ranks))
+		return decode.NewTPGPUEngine(m, decode.TPGPUOptions{GPUOptions: o, Ranks: c.TP.Ranks, NCCLLib: c.TP.NCCLLib})
+	}
+	return decode.NewGPUEngine(m, o)
 }

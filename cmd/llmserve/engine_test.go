@@ -3,6 +3,8 @@
 package main
 
 import (
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,5 +44,63 @@ func TestOpenEngineCPUWarnings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGraphBucketsFlag parses --graph-buckets for serve and bench: a good
+// list reaches the options, a bad one stops the command with its reason.
+func TestGraphBucketsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want decode.Buckets
+		err  string // a substring of the error; "" for none
+	}{
+		{args: nil, want: nil},
+		{args: []string{"--graph-buckets", "1,4,16"}, want: decode.Buckets{1, 4, 16}},
+		{args: []string{"--graph-buckets=8"}, want: decode.Buckets{8}},
+		{args: []string{"--graph-buckets", "1,4,2"}, err: "size 2 follows 4"},
+		{args: []string{"--graph-buckets", "1,128"}, err: "size 128 out of range 1..64"},
+		{args: []string{"--graph-buckets", ""}, err: "empty list"},
+	} {
+		var o serveOptions
+		fs := serveFlags(&o)
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(tt.args)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("serve %q: %v", tt.args, err)
+		case tt.err == "" && !slices.Equal(o.graphBuckets, tt.want):
+			t.Errorf("serve %q: buckets %v, want %v", tt.args, o.graphBuckets, tt.want)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "graph-buckets")):
+			t.Errorf("serve %q: error %v, want one naming --graph-buckets and %q", tt.args, err, tt.err)
+		}
+		if tt.err == "" {
+			continue
+		}
+		// bench refuses the list before it opens the model.
+		err = benchTo(io.Discard, append([]string{"-m", "no-such-file.gguf"}, tt.args...))
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("bench %q: error %v, want one with %q", tt.args, err, tt.err)
+		}
+	}
+}
+
+// TestOpenEngineCPUGraphBuckets: graph buckets on the CPU engine are
+// refused with a warning, not an error.
+func TestOpenEngineCPUGraphBuckets(t *testing.T) {
+	f, m, err := model.Open(shared.Path(t, "models/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var warnings []string
+	c := engineConfig{GPULayers: -1, Context: 128, MaxSeqs: 1, MaxBatch: 64, Threads: 1, KVBlock: 32, GraphBuckets: decode.Buckets{1, 8}}
+	e, _, err := openEngine(m, c, func(s string) { warnings = append(warnings, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "--graph-buckets") {
+		t.Errorf("warnings %q, want one about --graph-buckets", warnings)
 	}
 }

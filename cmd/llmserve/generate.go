@@ -56,6 +56,8 @@ func generateCmd(args []string) (err error) {
 	fs.Func("frequency-penalty", "frequency penalty", floatFlag(&sp.FrequencyPenalty))
 	fs.IntVar(&sp.PenaltyLastN, "repeat-last-n", 64, "tokens the penalties look back over")
 	seed := fs.Uint64("seed", 0, "random seed (0 = random)")
+	var tp tpOptions
+	addTPFlags(fs, &tp)
 	dumpDir := fs.String("dump-tensors", "", "write every named intermediate (blk.N.attn_norm, ...) of every token to `DIR`, one f32 file per name and position with an index.tsv (runs on the CPU)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -100,7 +102,7 @@ func generateCmd(args []string) (err error) {
 		}
 		*gpuLayers = 0
 	}
-	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap, Deterministic: *deterministic},
+	e, _, err := openEngine(m, engineConfig{Context: ctxLen, MaxSeqs: 1, Threads: *threads, GPULayers: *gpuLayers, CUDAGraphs: !*noGraphs, NoOverlap: *noOverlap, Deterministic: *deterministic, TP: tp},
 		func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err

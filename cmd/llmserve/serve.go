@@ -40,18 +40,21 @@ type serveOptions struct {
 	noCUDAGraphs  bool
 	graphDump     string
 	graphCheck    bool
+	graphBuckets  decode.Buckets // --graph-buckets; nil: the default
 	noOverlap     bool
 	deterministic bool
 	apiKey        string
 	cors          string
 	timeout       time.Duration
 	shutdown      time.Duration
+	maxGap        time.Duration // --max-decode-gap; 0: off
 	queue         int
 	maxBody       int64
 	chatTemplate  string // a built-in format's name, or Jinja source
 	webuiPath     string // --webui-path: a folder served at / instead of the chat page
 	noWebUI       bool   // --no-webui: no page at /
 	noSlots       bool   // --no-slots: GET /slots answers 501
+	tp            tpOptions
 
 	// The KV cache (CPU engine): cell types, block size, pool budget,
 	// and whether requests may take prompt blocks from the prefix cache.
@@ -118,6 +121,7 @@ Flags (one or two dashes):
 	fs.BoolVar(&o.cudaGraphs, "cuda-graphs", true, "replay each decode step from a CUDA graph captured once per batch size (GPU)")
 	fs.BoolVar(&o.noCUDAGraphs, "no-cuda-graphs", false, "launch the same kernels one by one instead of replaying CUDA graphs (GPU)")
 	str(&o.graphDump, "graph-dump", "", "write every captured CUDA graph as a DOT file into `dir` (GPU)")
+	fs.Func("graph-buckets", graphBucketsUsage, graphBucketsFlag(&o.graphBuckets))
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, overlapUsage)
 	fs.BoolVar(&o.deterministic, "deterministic", false, deterministicUsage)
 	fs.BoolVar(&o.graphCheck, "graph-check", os.Getenv("LLMSERVE_GRAPH_CHECK") == "1", "run every step both eagerly and from its graph and fail if the logits differ by a bit (GPU; slow; also LLMSERVE_GRAPH_CHECK=1)")
@@ -130,6 +134,7 @@ Flags (one or two dashes):
 		fs.Func(n, "longest time one generation request may run, in seconds or as a Go duration (0: no limit; default 10m)", durationFlag(&o.timeout))
 	}
 	fs.Func("shutdown-timeout", "how long shutdown waits for running requests, in seconds or as a Go duration (default 30s)", durationFlag(&o.shutdown))
+	fs.Func("max-decode-gap", "keep running streams' inter-token gap within this while prompts are processed: steps with decode tokens take only the prompt tokens that the measured step cost fits (at least 16), in seconds or as a Go duration (default 0: prompt chunks fill --batch-size)", durationFlag(&o.maxGap))
 	num(&o.queue, "queue", 64, "requests that may wait for a free slot; more get 429")
 	fs.Int64Var(&o.maxBody, "max-body", 4<<20, "largest request body in `bytes`")
 	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
@@ -137,6 +142,7 @@ Flags (one or two dashes):
 	num(&o.kvBlock, "kv-block-size", decode.DefaultBlockSize, "`tokens` per block of the paged KV cache (CPU)")
 	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
 	fs.BoolVar(&o.noPrefixCache, "no-prefix-cache", false, "compute every prompt in full instead of taking cached KV blocks of its prefix from earlier or running requests")
+	addTPFlags(fs, &o.tp)
 	addCompatFlags(fs, o)
 	return fs
 }
@@ -328,10 +334,11 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	eng, desc, err := openEngine(m, engineConfig{
 		Context: ctxSize, MaxSeqs: o.parallel, MaxBatch: o.batch, Threads: o.threads,
 		GPULayers: o.gpuLayers, CUDAGraphs: o.cudaGraphs && !o.noCUDAGraphs,
-		GraphDump: o.graphDump, GraphCheck: o.graphCheck, NoOverlap: o.noOverlap, Deterministic: o.deterministic,
+		GraphDump: o.graphDump, GraphCheck: o.graphCheck, GraphBuckets: o.graphBuckets, NoOverlap: o.noOverlap, Deterministic: o.deterministic,
 		CacheTypeK: o.cacheTypeK, CacheTypeV: o.cacheTypeV, KVBlock: o.kvBlock, KVMemory: o.kvMemory, KVShare: o.kvShare,
 		Info:     func(s string) { log.Info().Msg(s) },
 		Progress: loadProgress(),
+		TP:       o.tp,
 	}, func(s string) { log.Warn().Msg(s) })
 	if err != nil {
 		renderer.Close()
@@ -340,7 +347,7 @@ func buildModel(f *gguf.File, m *model.Model, o serveOptions, log zerolog.Logger
 	log.Info().Str("engine", desc).Int("ctx_size", ctxSize).Int("slots", o.parallel).Msg("engine ready")
 	logKVCache(log, eng, ctxSize)
 	sched, err := decode.NewScheduler(eng, vocab{tok}, decode.SchedulerConfig{
-		MaxQueue: o.queue, StepTokens: o.batch, NoPrefixCache: o.noPrefixCache,
+		MaxQueue: o.queue, StepTokens: o.batch, NoPrefixCache: o.noPrefixCache, MaxDecodeGap: o.maxGap,
 		OnPanic: func(where string, v any, stack []byte) {
 			log.Error().Str("where", where).Interface("panic", v).Bytes("stack", stack).Msg("recovered from a panic")
 		},

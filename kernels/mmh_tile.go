@@ -1,0 +1,80 @@
+package kernels
+
+import "fmt"
+
+// The tiles of the 16-bit tensor-core products (mmh.cu): what each block
+// computes, the shared memory it stages and which tile a product runs in.
+// Untagged, so that the CPU model of the tile mapping (mmh_tile_test.go)
+// tests the same figures the launches use.
+
+// The default k staging of mmh.cu: MMH_BK values per stage, MMH_STAGES
+// stages in flight; staged rows are padded by MMH_PAD 16-bit values (16
+// bytes) in every staging.
+const (
+	mmhBK     = 32
+	mmhStages = 4
+	mmhPad    = 8
+)
+
+// mmhTile is the tile of Y one block of mmh_<type>_<tile> computes, rows
+// weight rows by batch activation rows, the warp tile (warpRows ×
+// warpBatch) each of its warps computes, and its k staging: bk values a
+// stage, stages stages in flight.
+type mmhTile struct{ rows, batch, warpRows, warpBatch, bk, stages int }
+
+// mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
+// ones mmhTileFor picks from, largest first, then others compiled to be
+// measured (BenchmarkGPUMatMulHalf) before any is picked: 64×64 warp
+// tiles, and 64-value stages.
+var mmhTiles = []mmhTile{
+	{128, 128, 64, 32, mmhBK, mmhStages}, {128, 64, 64, 32, mmhBK, mmhStages}, {64, 64, 32, 32, mmhBK, mmhStages},
+	{128, 128, 64, 64, mmhBK, mmhStages}, {128, 256, 64, 64, mmhBK, mmhStages}, {256, 128, 64, 64, mmhBK, mmhStages},
+	{64, 64, 32, 32, 64, 4}, {128, 128, 64, 32, 64, 3}, {128, 256, 64, 64, 64, 3},
+}
+
+// mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
+// from.
+const mmhPicked = 3
+
+// String is the tile as the kernels name it: <rows>x<batch>_<warp tile>,
+// then _k<bk>s<stages> for a staging other than the default.
+func (t mmhTile) String() string {
+	s := fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
+	if t.bk != mmhBK || t.stages != mmhStages {
+		s += fmt.Sprintf("_k%ds%d", t.bk, t.stages)
+	}
+	return s
+}
+
+// lds is the shared-memory row stride of a stage in 16-bit values.
+func (t mmhTile) lds() int { return t.bk + mmhPad }
+
+// warps is the block's warps: one per warp tile.
+func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpBatch) }
+
+// threads is the block size.
+func (t mmhTile) threads() int { return 32 * t.warps() }
+
+// shared is the dynamic shared memory of a block: t.stages stages of
+// t.rows rows of W and t.batch rows of X, t.lds() 16-bit values each.
+func (t mmhTile) shared() int { return t.stages * (t.rows + t.batch) * t.lds() * 2 }
+
+// blocks is the grid of a product of rows weight rows and B activation
+// rows.
+func (t mmhTile) blocks(rows, B int) int { return ceilDivHalf(rows, t.rows) * ceilDivHalf(B, t.batch) }
+
+// mmhTileFor is the tile a product of B activation rows over rows weight
+// rows runs in on a device of sms multiprocessors: the largest whose grid
+// has a block for every multiprocessor, else the smallest. (Not yet tuned
+// by measurement: BenchmarkGPUMatMulHalf times every tile.)
+func mmhTileFor(B, rows, sms int) mmhTile {
+	for _, t := range mmhTiles[:mmhPicked] {
+		if t.blocks(rows, B) >= sms {
+			return t
+		}
+	}
+	return mmhTiles[mmhPicked-1]
+}
+
+// ceilDivHalf is ⌈a/b⌉ for positive b (the untagged twin of ceilDiv).
+func ceilDivHalf(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,290 @@
+// ops_arch.cu: the kernels of the steps the architecture description adds
+// to the llama block, for the GPU executor of that description: gated
+// feed-forward with SiLU or GELU (tanh) over plain or strided inputs,
+// scale, soft-cap, column copy (the split of a fused product), the expert
+// mixture's routing, its products for the chosen experts only and its
+// weighted sums, and attention with any logit scale,
+// soft-capped logits and a sliding window. None is launched to overlap the
+// kernel ahead (none calls grid_wait), so each starts once that kernel has
+// finished.
+#include "fused.cuh"
+
+#define ARCH_ATT_THREADS 128
+#define ARCH_ATT_TILE 32    // positions per tile: one per lane of the softmax warp
+#define ARCH_MAX_HEAD 256   // MaxHeadDim in attention_cuda.go
+#define ARCH_MOE_MAXK 32    // MaxExpertsUsed in ops_arch_cuda.go
+
+static __device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.f + tanhf(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
+}
+
+// glu_act: out[r, c] = act(g[r*gStride + c]) * u[r*uStride + c] for r <
+// rows, c < f; act 0 is SiLU, 1 GELU (tanh). out (rows × f) may be g when
+// gStride == f, or u when uStride == f: each thread reads the two values
+// of its own element before writing it.
+extern "C" __global__ void glu_act(const float *g, const float *u, float *out, int f, int gStride, int uStride,
+                                   int rows, int act) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)rows * f) return;
+  const int r = (int)(i / f), c = (int)(i - (long)r * f);
+  const float x = g[(size_t)r * gStride + c], y = u[(size_t)r * uStride + c];
+  const float a = act == 1 ? gelu_tanh(x) : x / (1.f + expf(-x));
+  out[i] = a * y;
+}
+
+// scale_f32: out[i] = in[i] * s for i < n whose i % period < width (the
+// others copied); out may be in. period = width = n scales everything;
+// period = headDim, width = ropeDim the rotated values of every head.
+extern "C" __global__ void scale_f32(const float *in, float *out, int n, float s, int period, int width) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = i % period < width ? in[i] * s : in[i];
+}
+
+// softcap_f32: out[i] = cap * tanh(in[i] * inv) with inv = 1/cap, for i <
+// n; out may be in.
+extern "C" __global__ void softcap_f32(const float *in, float *out, int n, float cap, float inv) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = cap * tanhf(in[i] * inv);
+}
+
+// copy_cols: dst[r, c] = src[r*srcStride + off + c] for r < rows, c <
+// cols (dst is rows × cols, and no part of src).
+extern "C" __global__ void copy_cols(const float *__restrict__ src, float *__restrict__ dst, int rows, int cols,
+                                     int srcStride, int off) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)rows * cols) return;
+  const int r = (int)(i / cols), c = (int)(i - (long)r * cols);
+  dst[i] = src[(size_t)r * srcStride + off + c];
+}
+
+// moe_route: for each row r < rows of the router's logits (rows × E), the
+// softmax over the E experts, the k most probable (the lower index first
+// among equals), their probabilities renormalized to sum 1: w[r, e] is
+// that weight for a chosen expert and 0 for the others; when pick is set,
+// pick[r*k + j] is the j-th chosen expert (the most probable first) and
+// pw[r*k + j] its weight. One thread per row; k ≤ ARCH_MOE_MAXK.
+extern "C" __global__ void moe_route(const float *__restrict__ logits, float *__restrict__ w, int *__restrict__ pick_out,
+                                     float *__restrict__ pw_out, int E, int k, int rows) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float *l = logits + (size_t)r * E;
+  float *o = w + (size_t)r * E;
+  float mx = l[0];
+  for (int e = 1; e < E; e++) mx = fmaxf(mx, l[e]);
+  float sum = 0.f;
+  for (int e = 0; e < E; e++) {
+    const float v = expf(l[e] - mx);
+    o[e] = v;
+    sum += v;
+  }
+  const float inv = 1.f / sum;
+  for (int e = 0; e < E; e++) o[e] *= inv;
+  int pick[ARCH_MOE_MAXK];
+  float pw[ARCH_MOE_MAXK];
+  float tot = 0.f;
+  for (int j = 0; j < k; j++) {
+    int best = -1;
+    for (int e = 0; e < E; e++) {
+      bool taken = false;
+      for (int i = 0; i < j; i++) taken = taken || pick[i] == e;
+      if (!taken && (best < 0 || o[e] > o[best])) best = e;
+    }
+    pick[j] = best, pw[j] = o[best], tot += o[best];
+  }
+  for (int e = 0; e < E; e++) o[e] = 0.f;
+  for (int j = 0; j < k; j++) o[pick[j]] = pw[j] / tot;
+  if (pick_out != nullptr) {
+    for (int j = 0; j < k; j++) pick_out[(size_t)r * k + j] = pick[j], pw_out[(size_t)r * k + j] = pw[j] / tot;
+  }
+}
+
+#define MOE_WARPS 8 // rows per block of moe_matvec: one per warp
+
+// moe_matvec_<TYPE>: y[i, r] = W_e[r, :] · x[xi, :] for slot i (grid y) of
+// n = B·k slots, e = pick[i] (token i/k's (i%k)-th expert), xi = i/k, or i
+// when perSlot is set (the down projection of each slot's own input).
+// W_e is the matrix of expert e: rows rows of rowBytes bytes, the experts
+// expertBytes apart, in the GGUF layout (not the wide one). Grid
+// (ceil(rows/MOE_WARPS), n), MOE_WARPS·32 threads: warp w takes row
+// blockIdx.x·MOE_WARPS + w, its lanes the 32-value chunks lane, lane+32,
+// ... of the row, each dotted with the same values of x, which for a
+// quantized matrix are first rounded to 8 bits per 32-value block (d =
+// max|v|/127), as every other product of the engine rounds them. Only the
+// chosen experts' rows are read.
+template <int T, bool Q8>
+static __device__ __forceinline__ void moe_matvec(const uint8_t *__restrict__ W, long long rowBytes, long long expertBytes,
+                                                  int rows, int cols, const float *__restrict__ x,
+                                                  const int *__restrict__ pick, int k, int perSlot, float *__restrict__ y) {
+  const int i = blockIdx.y, lane = threadIdx.x & 31;
+  const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
+  if (r >= rows) return; // a whole warp
+  const uint8_t *row = W + (size_t)pick[i] * expertBytes + (size_t)r * rowBytes;
+  const float *xr = x + (size_t)(perSlot ? i : i / k) * cols;
+  float acc = 0.f;
+  for (int c = lane; c < (cols >> 5); c += 32) {
+    float w[32], v[32];
+    Chunk<T>::load(row, c, w);
+    const float4 *xp = (const float4 *)(xr + (size_t)c * 32);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const float4 q = xp[j];
+      v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
+    }
+    if (Q8) {
+      float amax = 0.f;
+#pragma unroll
+      for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+#pragma unroll
+      for (int j = 0; j < 32; j++) v[j] = d * (float)__float2int_rn(v[j] * id);
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; j++) sum += w[j] * v[j];
+    acc += sum;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) y[(size_t)i * rows + r] = acc;
+}
+
+#define MOE_MATVEC(NAME, T)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(MOE_WARPS * 32)                                               \
+      moe_matvec_##NAME(const uint8_t *W, long long rowBytes, long long expertBytes, int rows, int cols,     \
+                        const float *x, const int *pick, int k, int perSlot, float *y) {                     \
+    moe_matvec<T, (T != T_F32 && T != T_F16 && T != T_BF16)>(W, rowBytes, expertBytes, rows, cols, x, pick, \
+                                                             k, perSlot, y);                                 \
+  }
+
+MOE_MATVEC(F32, T_F32)
+MOE_MATVEC(F16, T_F16)
+MOE_MATVEC(BF16, T_BF16)
+MOE_MATVEC(Q8_0, T_Q8_0)
+MOE_MATVEC(Q4_0, T_Q4_0)
+MOE_MATVEC(Q4_1, T_Q4_1)
+MOE_MATVEC(Q5_0, T_Q5_0)
+MOE_MATVEC(Q5_1, T_Q5_1)
+MOE_MATVEC(Q2_K, T_Q2_K)
+MOE_MATVEC(Q3_K, T_Q3_K)
+MOE_MATVEC(Q4_K, T_Q4_K)
+MOE_MATVEC(Q5_K, T_Q5_K)
+MOE_MATVEC(Q6_K, T_Q6_K)
+
+// moe_combine: out[b, c] = Σ_j pw[b*k + j] · y[b*k + j, c] for b < B, c <
+// cols: each token's chosen experts' outputs, weighted.
+extern "C" __global__ void moe_combine(float *__restrict__ out, const float *__restrict__ y, const float *__restrict__ pw,
+                                       int k, int cols, int B) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)B * cols) return;
+  const int b = (int)(i / cols), c = (int)(i - (long)b * cols);
+  float v = 0.f;
+  for (int j = 0; j < k; j++) v += pw[(size_t)b * k + j] * y[((size_t)b * k + j) * cols + c];
+  out[i] = v;
+}
+
+// moe_accum: acc[r, c] (init: =, else +=) w[r*E + e] * y[r, c] for r <
+// rows, c < cols; a zero weight adds nothing (the expert's output of a
+// token that did not choose it is not read).
+extern "C" __global__ void moe_accum(float *__restrict__ acc, const float *__restrict__ y,
+                                     const float *__restrict__ w, int E, int e, int cols, int rows, int init) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)rows * cols) return;
+  const int r = (int)(i / cols);
+  const float wt = w[(size_t)r * E + e];
+  const float v = wt != 0.f ? wt * y[i] : 0.f;
+  acc[i] = init ? v : acc[i] + v;
+}
+
+// attention_arch_part: for token b, query head h and split s, the
+// online-softmax partial result over the s-th of gridDim.z equal ranges of
+// the positions token b sees: first..pos[b] of sequence seq[b], first =
+// max(0, pos[b]+1-window) with a window, else 0. A score is
+// q·k·scale, then cap·tanh(score/cap) when cap > 0. The result goes to
+// part in attention_part's layout (attention.cu), which attention_merge
+// reads: part[((b*heads + h)*splits + s)*(headDim + 2) + ...] = acc[0..headDim),
+// m, l; an empty range, or a padding token, leaves acc 0, m -inf, l 0.
+// Grid (B, heads, splits), ARCH_ATT_THREADS threads, headDim ≤
+// ARCH_MAX_HEAD.
+//
+// The range is walked in tiles of 32 positions: each warp computes the
+// scores of every fourth position of a tile (lanes over the dimensions),
+// warp 0 turns the tile's scores into weights and rescales the running
+// sums, and each thread accumulates weights times V for its dimensions
+// (tid and tid + 128).
+extern "C" __global__ void __launch_bounds__(ARCH_ATT_THREADS)
+    attention_arch_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
+                        float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq,
+                        int heads, int kvHeads, int headDim, int ctx, int maxSeqs, float scale, float cap,
+                        int window) {
+  __shared__ float qs[ARCH_MAX_HEAD];
+  __shared__ float sc[ARCH_ATT_TILE];
+  __shared__ float mS, lS, corrS;
+  const int b = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, warps = ARCH_ATT_THREADS / 32;
+  const int G = heads / kvHeads, kvh = h / G, kvdim = kvHeads * headDim;
+  const int s = seq[b], p = pos[b];
+  int t0 = 0, t1 = 0; // positions [t0, t1) of this split
+  if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
+    const int first = window > 0 ? max(0, p + 1 - window) : 0;
+    const int n = p + 1 - first, per = (n + splits - 1) / splits;
+    t0 = first + min(split * per, n);
+    t1 = first + min(split * per + per, n);
+  }
+  const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
+  const float *qh = q + ((size_t)b * heads + h) * headDim;
+  for (int i = tid; i < headDim; i += ARCH_ATT_THREADS) qs[i] = qh[i] * scale;
+  if (tid == 0) mS = -INFINITY, lS = 0.f;
+  float acc[ARCH_MAX_HEAD / ARCH_ATT_THREADS];
+#pragma unroll
+  for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) acc[k] = 0.f;
+  __syncthreads();
+  for (int tt = t0; tt < t1; tt += ARCH_ATT_TILE) {
+    const int n = min(ARCH_ATT_TILE, t1 - tt);
+    for (int j = warp; j < n; j += warps) {
+      const float *kr = K + (size_t)(tt + j) * kvdim;
+      float d = 0.f;
+      for (int i = lane; i < headDim; i += 32) d += qs[i] * kr[i];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) d += __shfl_xor_sync(0xffffffffu, d, off);
+      if (cap > 0.f) d = cap * tanhf(d / cap);
+      if (lane == 0) sc[j] = d;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      const float v = lane < n ? sc[lane] : -INFINITY;
+      float m = v;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+      const float mOld = mS, mNew = fmaxf(mOld, m);
+      const float e = lane < n ? expf(v - mNew) : 0.f;
+      float sum = e;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      if (lane < n) sc[lane] = e;
+      if (lane == 0) {
+        const float corr = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
+        corrS = corr, lS = lS * corr + sum, mS = mNew;
+      }
+    }
+    __syncthreads();
+    const float corr = corrS;
+#pragma unroll
+    for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) {
+      const int d = tid + k * ARCH_ATT_THREADS;
+      if (d < headDim) {
+        float a = acc[k] * corr;
+        for (int j = 0; j < n; j++) a += sc[j] * V[(size_t)(tt + j) * kvdim + d];
+        acc[k] = a;
+      }
+    }
+    __syncthreads();
+  }
+  float *o = part + (((size_t)b * heads + h) * splits + split) * (headDim + 2);
+#pragma unroll
+  for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) {
+    const int d = tid + k * ARCH_ATT_THREADS;
+    if (d < headDim) o[d] = acc[k];
+  }
+  if (tid == 0) o[headDim] = mS, o[headDim + 1] = lS;
+}

@@ -1,0 +1,267 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"llmserve/internal/cuda"
+)
+
+// MaxExpertsUsed is the most experts MoERoute picks per token
+// (ARCH_MOE_MAXK in ops_arch.cu).
+const MaxExpertsUsed = 32
+
+// GLUAct is the activation of a gated feed-forward on the device.
+type GLUAct int
+
+const (
+	GLUSiLU     GLUAct = 0 // x·sigmoid(x)
+	GLUGELUTanh GLUAct = 1 // GELU by its tanh approximation
+)
+
+// GLUOp writes act(gate)·up to Out (B × F), where row r of the gate is the
+// F values at Gate + r·GateStride floats and row r of up those at Up +
+// r·UpStride: separate B × F buffers (strides F), or one B × 2F product
+// holding gate then up (Up = Gate + F floats, strides 2F). Out may be the
+// gate or the up buffer when its stride is F.
+type GLUOp struct {
+	Gate, Up             cuda.DevPtr
+	GateStride, UpStride int
+	Out                  DevF32
+	Act                  GLUAct
+}
+
+// GLU runs op.
+func (d *Device) GLU(op GLUOp) error {
+	f, rows := op.Out.Cols, op.Out.Rows
+	if rows < 1 || f < 1 || op.GateStride < f || op.UpStride < f || op.Gate == 0 || op.Up == 0 || (op.Act != GLUSiLU && op.Act != GLUGELUTanh) {
+		return fmt.Errorf("kernels: glu: out %d×%d, gate stride %d, up stride %d, act %d", rows, f, op.GateStride, op.UpStride, op.Act)
+	}
+	n := rows * f
+	return d.launch("glu_act", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(op.Gate), cuda.P(op.Up), cuda.P(op.Out.Ptr), cuda.I(f), cuda.I(op.GateStride), cuda.I(op.UpStride), cuda.I(rows), cuda.I(int(op.Act)))
+}
+
+// GLUPair writes act(gate)·up to out, all B × F; out may be gate or up.
+func (d *Device) GLUPair(gate, up, out DevF32, act GLUAct) error {
+	if gate.Rows != out.Rows || gate.Cols != out.Cols || up.Rows != out.Rows || up.Cols != out.Cols {
+		return fmt.Errorf("kernels: glu: gate %d×%d, up %d×%d, out %d×%d", gate.Rows, gate.Cols, up.Rows, up.Cols, out.Rows, out.Cols)
+	}
+	return d.GLU(GLUOp{Gate: gate.Ptr, Up: up.Ptr, GateStride: gate.Cols, UpStride: up.Cols, Out: out, Act: act})
+}
+
+// GLUFused writes act(gate)·up to out (B × F) from in (B × 2F), whose rows
+// hold the F gate values then the F up values.
+func (d *Device) GLUFused(in, out DevF32, act GLUAct) error {
+	if in.Rows != out.Rows || in.Cols != 2*out.Cols {
+		return fmt.Errorf("kernels: glu: fused in %d×%d, out %d×%d: want in B×2F, out B×F", in.Rows, in.Cols, out.Rows, out.Cols)
+	}
+	return d.GLU(GLUOp{Gate: in.Ptr, Up: in.Ptr.Add(4 * int64(out.Cols)), GateStride: in.Cols, UpStride: in.Cols, Out: out, Act: act})
+}
+
+// sameShape checks that out may receive an element-wise op of in.
+func sameShape(op string, in, out DevF32) error {
+	if in.Rows != out.Rows || in.Cols != out.Cols || in.Len() < 1 {
+		return fmt.Errorf("kernels: %s: in %d×%d, out %d×%d", op, in.Rows, in.Cols, out.Rows, out.Cols)
+	}
+	return nil
+}
+
+// Scale writes in·s to out (element-wise; out may be in).
+func (d *Device) Scale(in, out DevF32, s float32) error {
+	if err := sameShape("scale", in, out); err != nil {
+		return err
+	}
+	n := in.Len()
+	return d.launch("scale_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(in.Ptr), cuda.P(out.Ptr), cuda.I(n), cuda.F(s), cuda.I(n), cuda.I(n))
+}
+
+// ScaleHeads multiplies the first dim values of every head of x (rows of
+// heads of headDim values) by s in place: LongRoPE's attention factor on
+// the rotated values.
+func (d *Device) ScaleHeads(x DevF32, headDim, dim int, s float32) error {
+	if x.Len() < 1 || headDim < 1 || x.Cols%headDim != 0 || dim < 0 || dim > headDim {
+		return fmt.Errorf("kernels: scale_heads: x %d×%d, heads of %d, first %d scaled", x.Rows, x.Cols, headDim, dim)
+	}
+	n := x.Len()
+	return d.launch("scale_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(x.Ptr), cuda.P(x.Ptr), cuda.I(n), cuda.F(s), cuda.I(headDim), cuda.I(dim))
+}
+
+// SoftCap writes c·tanh(in/c) to out (element-wise; out may be in); c > 0.
+func (d *Device) SoftCap(in, out DevF32, c float32) error {
+	if err := sameShape("softcap", in, out); err != nil {
+		return err
+	}
+	if !(c > 0) || math.IsInf(float64(c), 0) {
+		return fmt.Errorf("kernels: softcap: bound %g, want a positive finite value", c)
+	}
+	n := in.Len()
+	return d.launch("softcap_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(in.Ptr), cuda.P(out.Ptr), cuda.I(n), cuda.F(c), cuda.F(1/c))
+}
+
+// CopyCols copies columns off..off+dst.Cols-1 of every row of src into
+// dst (src.Rows × the width of dst; a distinct buffer): the split of a
+// fused product.
+func (d *Device) CopyCols(src DevF32, off int, dst DevF32) error {
+	if src.Rows != dst.Rows || dst.Rows < 1 || dst.Cols < 1 || off < 0 || off+dst.Cols > src.Cols {
+		return fmt.Errorf("kernels: copy_cols: src %d×%d, columns %d..%d, dst %d×%d", src.Rows, src.Cols, off, off+dst.Cols, dst.Rows, dst.Cols)
+	}
+	n := dst.Len()
+	return d.launch("copy_cols", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(src.Ptr), cuda.P(dst.Ptr), cuda.I(dst.Rows), cuda.I(dst.Cols), cuda.I(src.Cols), cuda.I(off))
+}
+
+// opsArchKernels lists the kernels of ops_arch.cu.
+func opsArchKernels() []string {
+	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "attention_arch_part"}
+	for _, t := range matvecTypes {
+		names = append(names, "moe_matvec_"+t.String())
+	}
+	return names
+}
+
+// MoERouteOp turns the router's logits (B × E) into expert weights: per
+// row, the softmax over the experts, the Used most probable (the lower
+// index first among equals), their probabilities renormalized to sum 1.
+// W (B × E) receives them densely, zeros for the experts not chosen; when
+// Pick's Ptr is set, Pick (B·Used) receives each row's chosen experts, the
+// most probable first, and Weight (B × Used) their weights.
+type MoERouteOp struct {
+	Logits, W DevF32
+	Used      int
+	Pick      DevI32
+	Weight    DevF32
+}
+
+// MoERoute runs op.
+func (d *Device) MoERoute(op MoERouteOp) error {
+	logits, used := op.Logits, op.Used
+	if err := sameShape("moe_route", logits, op.W); err != nil {
+		return err
+	}
+	if used < 1 || used > logits.Cols || used > MaxExpertsUsed {
+		return fmt.Errorf("kernels: moe_route: %d of %d experts per token (at most %d)", used, logits.Cols, MaxExpertsUsed)
+	}
+	if op.Pick.Ptr != 0 && (op.Pick.Len != logits.Rows*used || op.Weight.Rows != logits.Rows || op.Weight.Cols != used || op.Weight.Ptr == 0) {
+		return fmt.Errorf("kernels: moe_route: %d picks and %d×%d weights for %d rows of %d experts", op.Pick.Len, op.Weight.Rows, op.Weight.Cols, logits.Rows, used)
+	}
+	return d.launch("moe_route", cuda.Dim3{X: ceilDiv(logits.Rows, 64)}, cuda.Dim3{X: 64}, 0,
+		cuda.P(logits.Ptr), cuda.P(op.W.Ptr), cuda.P(op.Pick.Ptr), cuda.P(op.Weight.Ptr), cuda.I(logits.Cols), cuda.I(used), cuda.I(logits.Rows))
+}
+
+// MoEProductOp is the products of the chosen experts only: for slot i of
+// B·Used (token i/Used's (i%Used)-th pick), Y[i, :] = W_e · X[i/Used, :]
+// (X[i, :] with PerSlot), e = Pick[i]. W is expert 0's matrix, in the GGUF
+// layout (not wide); expert e's starts Stride·e bytes after it (Stride ≥
+// its size when Experts > 1). A quantized W's input is rounded to 8 bits
+// per 32 values, as MatVecFused rounds it.
+type MoEProductOp struct {
+	W       DevMatrix
+	Experts int
+	Stride  int64
+	X       DevF32
+	Pick    DevI32
+	Used    int
+	PerSlot bool
+	Y       DevF32
+}
+
+// MoEProduct runs op.
+func (d *Device) MoEProduct(op MoEProductOp) error {
+	w := op.W
+	if w.Wide || !SupportsType(w.Type) || w.Cols%32 != 0 || w.Rows < 1 || op.Experts < 1 {
+		return fmt.Errorf("kernels: moe_matvec: %v matrix %d×%d (wide %v) for %d experts: want a GGUF-layout type the matvec kernels read, columns a multiple of 32",
+			w.Type, w.Rows, w.Cols, w.Wide, op.Experts)
+	}
+	rb, err := w.RowBytes()
+	if err != nil {
+		return fmt.Errorf("kernels: moe_matvec: %w", err)
+	}
+	if op.Experts > 1 && op.Stride < rb*int64(w.Rows) {
+		return fmt.Errorf("kernels: moe_matvec: experts %d bytes apart, each %d bytes", op.Stride, rb*int64(w.Rows))
+	}
+	n := op.Y.Rows
+	xRows := n
+	if !op.PerSlot && op.Used > 0 {
+		xRows = n / op.Used
+	}
+	if op.Used < 1 || n < 1 || n%op.Used != 0 || n > 65535 || op.Pick.Len != n || op.Y.Cols != w.Rows || op.X.Cols != w.Cols || op.X.Rows != xRows {
+		return fmt.Errorf("kernels: moe_matvec: x %d×%d, y %d×%d, %d picks of %d per token, experts of %d×%d",
+			op.X.Rows, op.X.Cols, op.Y.Rows, op.Y.Cols, op.Pick.Len, op.Used, w.Rows, w.Cols)
+	}
+	return d.launch("moe_matvec_"+w.Type.String(), cuda.Dim3{X: ceilDiv(w.Rows, 8), Y: n}, cuda.Dim3{X: 256}, 0,
+		cuda.P(w.Ptr), cuda.Arg(rb), cuda.Arg(op.Stride), cuda.I(w.Rows), cuda.I(w.Cols), cuda.P(op.X.Ptr), cuda.P(op.Pick.Ptr),
+		cuda.I(op.Used), cuda.I(boolInt(op.PerSlot)), cuda.P(op.Y.Ptr))
+}
+
+// MoECombine writes out[b, :] = Σ_j weight[b, j]·y[b·Used + j, :]: each
+// token's chosen experts' outputs (B·Used rows), weighted (B × Used).
+func (d *Device) MoECombine(out, y, weight DevF32) error {
+	used := weight.Cols
+	if used < 1 || weight.Rows != out.Rows || y.Rows != out.Rows*used || y.Cols != out.Cols || out.Len() < 1 {
+		return fmt.Errorf("kernels: moe_combine: out %d×%d, y %d×%d, weights %d×%d", out.Rows, out.Cols, y.Rows, y.Cols, weight.Rows, weight.Cols)
+	}
+	n := out.Len()
+	return d.launch("moe_combine", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(out.Ptr), cuda.P(y.Ptr), cuda.P(weight.Ptr), cuda.I(used), cuda.I(out.Cols), cuda.I(out.Rows))
+}
+
+// MoEAccum adds w[r, expert]·y[r, :] to acc[r, :] for every row r (writes
+// it, with init); rows whose weight is zero add nothing, whatever y holds.
+func (d *Device) MoEAccum(acc, y, w DevF32, expert int, init bool) error {
+	if err := sameShape("moe_accum", y, acc); err != nil {
+		return err
+	}
+	if w.Rows != y.Rows || expert < 0 || expert >= w.Cols {
+		return fmt.Errorf("kernels: moe_accum: weights %d×%d for %d rows, expert %d", w.Rows, w.Cols, y.Rows, expert)
+	}
+	n := y.Len()
+	return d.launch("moe_accum", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(acc.Ptr), cuda.P(y.Ptr), cuda.P(w.Ptr), cuda.I(w.Cols), cuda.I(expert), cuda.I(y.Cols), cuda.I(y.Rows), cuda.I(boolInt(init)))
+}
+
+// AttentionArchOp is attention over the cache as Attention computes it,
+// with the logit scale Scale instead of 1/√HeadDim, logits soft-capped to
+// Cap·tanh(logit/Cap) when Cap > 0, and each token seeing only the last
+// Window positions up to its own when Window > 0.
+type AttentionArchOp struct {
+	Cache    DevKVCache
+	Q, Out   DevF32 // B × Heads*HeadDim
+	Heads    int
+	Pos, Seq DevI32
+	Scratch  DevF32 // AttentionScratch(Cache, B, Heads) floats at least
+	Scale    float32
+	Cap      float32
+	Window   int
+}
+
+// AttentionArch runs op: attention_arch_part per (token, head, split),
+// then attention.cu's attention_merge.
+func (d *Device) AttentionArch(op AttentionArchOp) error {
+	c, q := op.Cache, op.Q
+	if err := c.check("attention_arch"); err != nil {
+		return err
+	}
+	if op.Heads < 1 || op.Heads%c.KVHeads != 0 || q.Cols != op.Heads*c.HeadDim || op.Out.Rows != q.Rows || op.Out.Cols != q.Cols ||
+		op.Pos.Len != q.Rows || op.Seq.Len != q.Rows || q.Rows < 1 || op.Window < 0 || op.Cap < 0 || math.IsNaN(float64(op.Scale)) {
+		return fmt.Errorf("kernels: attention_arch: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs, window %d, cap %g",
+			q.Rows, q.Cols, op.Out.Rows, op.Out.Cols, op.Heads, c.KVHeads, c.HeadDim, op.Pos.Len, op.Seq.Len, op.Window, op.Cap)
+	}
+	if need := AttentionScratch(c, q.Rows, op.Heads); op.Scratch.Len() < need {
+		return fmt.Errorf("kernels: attention_arch: scratch of %d floats, need %d", op.Scratch.Len(), need)
+	}
+	splits := attentionSplits(c)
+	if err := d.launch("attention_arch_part", cuda.Dim3{X: q.Rows, Y: op.Heads, Z: splits}, cuda.Dim3{X: 128}, 0,
+		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
+		cuda.I(op.Heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(op.Scale), cuda.F(op.Cap), cuda.I(op.Window)); err != nil {
+		return err
+	}
+	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: op.Heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
+		cuda.P(op.Scratch.Ptr), cuda.P(op.Out.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.I(op.Heads), cuda.I(c.HeadDim),
+		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}

@@ -50,3 +50,76 @@ func TestMmqSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestMmqModelPipeline runs a model of mmq's k loop (mmq.cu) for every
+// part of the splits mmqSplitParts gives over 1 to 120 stages: part z
+// loads stage s0 = z·per into buffer 0 and commits it, then at stage s
+// loads s+1 into buffer (s+1−s0)&1, commits, waits until at most one group
+// is pending (none at the last stage), computes on buffer (s−s0)&1 and
+// meets the barrier that ends the stage. It checks that the parts compute
+// every stage once, in order, each from the buffer its copy went to, after
+// that copy's group has completed, and that no copy goes to a buffer whose
+// stage has not been computed yet; and that every part starts on an even
+// stage (a 256-value super-block: the parity the K-quant layouts read).
+func TestMmqModelPipeline(t *testing.T) {
+	for stages := 1; stages <= 120; stages++ {
+		for want := 1; want <= 20; want++ {
+			parts, per := mmqSplitParts(stages, 64, 16, want)
+			split := per
+			if parts == 1 {
+				split = 0 // unsplit: split_stages 0, one part of every stage
+			}
+			computed := make([]int, stages)
+			for z := 0; z < parts; z++ {
+				p := split
+				if p == 0 {
+					p = stages
+				}
+				s0, s1 := z*p, min(stages, z*p+p)
+				if s0%2 != 0 {
+					t.Fatalf("%d stages in %d parts of %d: part %d starts on odd stage %d", stages, parts, per, z, s0)
+				}
+				var buf [2]int         // the stage each buffer holds, -1 when free
+				var group []int        // the stage of each committed group, oldest first
+				done := map[int]bool{} // stages whose copy has landed
+				buf[0], buf[1] = -1, -1
+				load := func(s int) {
+					b := (s - s0) & 1
+					if buf[b] != -1 {
+						t.Fatalf("stage %d copied into buffer %d before stage %d there was computed", s, b, buf[b])
+					}
+					buf[b] = s
+					group = append(group, s)
+				}
+				wait := func(pending int) {
+					for len(group) > pending {
+						done[group[0]] = true
+						group = group[1:]
+					}
+				}
+				if s0 < s1 {
+					load(s0)
+				}
+				for s := s0; s < s1; s++ {
+					if s+1 < s1 {
+						load(s + 1)
+						wait(1)
+					} else {
+						wait(0)
+					}
+					b := (s - s0) & 1
+					if buf[b] != s || !done[s] {
+						t.Fatalf("part %d computes stage %d from buffer %d holding %d (landed %v)", z, s, b, buf[b], done[s])
+					}
+					computed[s]++
+					buf[b] = -1 // the barrier after the stage frees its buffer
+				}
+			}
+			for s, n := range computed {
+				if n != 1 {
+					t.Fatalf("%d stages in %d parts of %d: stage %d computed %d times", stages, parts, per, s, n)
+				}
+			}
+		}
+	}
+}

@@ -34,10 +34,12 @@ type MatMulsOp struct {
 	ScratchBytes int64
 	Temp         DevF32
 	// Preview also runs the kernels not yet verified on a device: the
-	// int8 products of the types beyond mmqVerified, the 16-bit products,
-	// and the input computed as it is rounded (mmq_prep). Without it those
-	// matrices run on the matrix-vector kernels and the input is written
-	// to Temp first.
+	// int8 products of the types beyond mmqVerified, the narrow and
+	// converted tiles and the split products (mmqProductVariant), the
+	// 16-bit products, and the input computed as it is rounded
+	// (mmq_prep). Without it those matrices run on the matrix-vector
+	// kernels, the int8 products in the baseline tiles unsplit, and the
+	// input is written to Temp first.
 	Preview bool
 }
 
@@ -109,7 +111,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				}
 				quantized = true
 			}
-			if err := d.mmqProduct(mm); err != nil {
+			if err := d.mmqProduct(mm, op.Preview); err != nil {
 				return err
 			}
 		case pathHalf:
@@ -225,8 +227,23 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 }
 
 // mmqProduct launches the product of op (checked) on activations already
-// rounded into op.Scratch (prep), in MatMul's tile for its batch.
-func (d *Device) mmqProduct(op MatMulOp) error {
+// rounded into op.Scratch (prep), as mmqProductVariant says.
+func (d *Device) mmqProduct(op MatMulOp, preview bool) error {
 	kind := mmqKind(op.W)
-	return d.mmqLaunch(op, kind, mmqTileFor(kind, op.X.Rows))
+	return d.mmqLaunch(op, kind, mmqProductVariant(kind, op.X.Rows, preview))
+}
+
+// mmqProductVariant is how MatMuls runs a product of B rows of layout
+// kind: as MatMul does (mmqDefault) with preview; without it on the
+// kernels verified on a device only, the baseline tiles (64×64 up to
+// B = 64, then mmqTileFor's) unsplit, since the narrow tiles, the split
+// and mmq_reduce have not run on one yet.
+func mmqProductVariant(kind string, B int, preview bool) mmqVariant {
+	switch {
+	case preview:
+		return mmqDefault(kind, B)
+	case B <= 64:
+		return mmqVariant{tile: mmqTiles[0], parts: 1}
+	}
+	return mmqVariant{tile: mmqTileFor(kind, B), parts: 1}
 }

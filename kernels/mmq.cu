@@ -66,9 +66,12 @@ struct MmqParams {
   int kpad;          // cols rounded up to a multiple of 32·MMQ_KB
   int accumulate;    // 1: y += X·Wᵀ; 0: y = X·Wᵀ
   int type;          // MMQ_T_* (documentation and checks; each kernel reads one)
+  int split_stages;  // k stages per part of a split product (blockIdx.z picks the part; 0: one part)
+  int pad;           // unused: the struct fills whole 8-byte parameter slots
 };
 
-static_assert(sizeof(MmqParams) == 64, "MmqParams is 64 bytes (mmqParams in mmq_cuda.go)");
+static_assert(sizeof(MmqParams) == 72, "MmqParams is 72 bytes (mmqParams in mmq_cuda.go)");
+static_assert(offsetof(MmqParams, split_stages) == 64, "MmqParams.split_stages at 64");
 static_assert(offsetof(MmqParams, row_bytes) == 32, "MmqParams.row_bytes at 32");
 static_assert(offsetof(MmqParams, type) == 60, "MmqParams.type at 60");
 
@@ -217,11 +220,11 @@ template <> struct WLayout<MMQ_T_Q5_K> {
 #include "mmq_types.cuh"
 
 // mmq_layout writes sizeof(MmqParams) and the offset of each field, in
-// declaration order, to out[0..11], then the shared-memory strides the Go
-// side sizes the stages with (WLayout<T>::stride in the order of mmqKinds
-// in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K, Q5_K, wide Q6_K, Q6_K,
-// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K; then MMQ_XSTRIDE) to out[12..24], for the
-// layout test.
+// declaration order up to split_stages, to out[0..12], then the
+// shared-memory strides the Go side sizes the stages with (WLayout<T>::stride
+// in the order of mmqKinds in mmq_cuda.go: Q4_0, Q8_0, wide Q8_0, Q4_K,
+// Q5_K, wide Q6_K, Q6_K, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K; then MMQ_XSTRIDE) to
+// out[13..25], for the layout test.
 extern "C" __global__ void mmq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmqParams);
@@ -236,19 +239,20 @@ extern "C" __global__ void mmq_layout(int *out) {
   out[9] = offsetof(MmqParams, kpad);
   out[10] = offsetof(MmqParams, accumulate);
   out[11] = offsetof(MmqParams, type);
-  out[12] = WLayout<MMQ_T_Q4_0>::stride;
-  out[13] = WLayout<MMQ_T_Q8_0>::stride;
-  out[14] = WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE>::stride;
-  out[15] = WLayout<MMQ_T_Q4_K>::stride;
-  out[16] = WLayout<MMQ_T_Q5_K>::stride;
-  out[17] = WLayout<MMQ_T_Q6_K + MMQ_T_WIDE>::stride;
-  out[18] = WLayout<MMQ_T_Q6_K>::stride;
-  out[19] = WLayout<MMQ_T_Q4_1>::stride;
-  out[20] = WLayout<MMQ_T_Q5_0>::stride;
-  out[21] = WLayout<MMQ_T_Q5_1>::stride;
-  out[22] = WLayout<MMQ_T_Q2_K>::stride;
-  out[23] = WLayout<MMQ_T_Q3_K>::stride;
-  out[24] = MMQ_XSTRIDE;
+  out[12] = offsetof(MmqParams, split_stages);
+  out[13] = WLayout<MMQ_T_Q4_0>::stride;
+  out[14] = WLayout<MMQ_T_Q8_0>::stride;
+  out[15] = WLayout<MMQ_T_Q8_0 + MMQ_T_WIDE>::stride;
+  out[16] = WLayout<MMQ_T_Q4_K>::stride;
+  out[17] = WLayout<MMQ_T_Q5_K>::stride;
+  out[18] = WLayout<MMQ_T_Q6_K + MMQ_T_WIDE>::stride;
+  out[19] = WLayout<MMQ_T_Q6_K>::stride;
+  out[20] = WLayout<MMQ_T_Q4_1>::stride;
+  out[21] = WLayout<MMQ_T_Q5_0>::stride;
+  out[22] = WLayout<MMQ_T_Q5_1>::stride;
+  out[23] = WLayout<MMQ_T_Q2_K>::stride;
+  out[24] = WLayout<MMQ_T_Q3_K>::stride;
+  out[25] = MMQ_XSTRIDE;
 }
 
 // Stage is one k stage of both tiles in shared memory (dynamic; the Go
@@ -257,6 +261,24 @@ template <int T, int BM, int BN> struct Stage {
   uint8_t w[BM * WLayout<T>::stride]; // BM weight rows of the stage's blocks
   int8_t x[BN * MMQ_XSTRIDE];         // BN batch rows of 8-bit values
   float2 xd[BN * MMQ_KB];             // their (scale, scale·Σq), MMQ_KB per row
+};
+
+// MmqScale is the type of a converted block's scale and min: float for
+// the 32-value scale layouts, float2 (values 0..15, 16..31) for sub16.
+template <bool SUB16> struct MmqScale { using type = float; };
+template <> struct MmqScale<true> { using type = float2; };
+
+// Conv is a stage of W rows converted once per block (convert_stage) into
+// the uniform layout every warp reads in the _cv kernels: BM rows of
+// MMQ_KB·32 int8 values at the X tile's stride (word t of block j: values
+// 4t..4t+3, as frag's lo; word t+4 its hi), and each block's dw and mw as
+// frag (frag16) gives them. It follows the two stages in dynamic shared
+// memory.
+template <int T, int BM> struct Conv {
+  using S = typename MmqScale<WLayout<T>::sub16>::type;
+  int8_t q[BM * MMQ_XSTRIDE]; // BM rows of the stage's 8-bit values
+  S d[BM * MMQ_KB];           // dw of row i's block j at i·MMQ_KB + j
+  S m[BM * MMQ_KB];           // mw likewise (zero for the layouts without mins)
 };
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) {
@@ -398,6 +420,62 @@ static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T, B
   }
 }
 
+// wfrag reads block j of row r of a stage of W for fragment column t (as
+// WLayout::frag): from the raw stage, or (CV) from its converted tile.
+template <int T, int BM, int BN, bool CV>
+static __device__ __forceinline__ void wfrag(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int r, int j, int t, int h,
+                                             int &lo, int &hi, float &dw, float &mw) {
+  if constexpr (CV) {
+    const int *q = (const int *)(cv->q + r * MMQ_XSTRIDE + j * 32);
+    lo = q[t];
+    hi = q[t + 4];
+    dw = cv->d[r * MMQ_KB + j];
+    mw = cv->m[r * MMQ_KB + j];
+  } else {
+    WLayout<T>::frag(st.w + r * WLayout<T>::stride, j, t, h, lo, hi, dw, mw);
+  }
+}
+
+// wfrag16 is wfrag for the layouts with 16-value scales (frag16).
+template <int T, int BM, int BN, bool CV>
+static __device__ __forceinline__ void wfrag16(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int r, int j, int t, int h,
+                                               int &lo, int &hi, float2 &dw, float2 &mw) {
+  if constexpr (CV) {
+    const int *q = (const int *)(cv->q + r * MMQ_XSTRIDE + j * 32);
+    lo = q[t];
+    hi = q[t + 4];
+    dw = cv->d[r * MMQ_KB + j];
+    mw = cv->m[r * MMQ_KB + j];
+  } else {
+    WLayout<T>::frag16(st.w + r * WLayout<T>::stride, j, t, h, lo, hi, dw, mw);
+  }
+}
+
+// convert_stage decodes the raw W rows of st (stage parity h) once into
+// cv, all threads sharing the work: one (row, block, fragment column) per
+// step, t fastest, so that a warp's stores fall in distinct banks.
+template <int T, int BM, int BN, int THREADS>
+static __device__ __forceinline__ void convert_stage(const Stage<T, BM, BN> &st, int h, Conv<T, BM> &cv) {
+  using L = WLayout<T>;
+  for (int idx = threadIdx.x; idx < BM * MMQ_KB * 4; idx += THREADS) {
+    const int t = idx & 3, j = (idx >> 2) % MMQ_KB, i = idx / (4 * MMQ_KB);
+    int lo, hi;
+    typename Conv<T, BM>::S dw, mw;
+    if constexpr (L::sub16) {
+      L::frag16(st.w + i * L::stride, j, t, h, lo, hi, dw, mw);
+    } else {
+      L::frag(st.w + i * L::stride, j, t, h, lo, hi, dw, mw);
+    }
+    int *q = (int *)(cv.q + i * MMQ_XSTRIDE + j * 32);
+    q[t] = lo;
+    q[t + 4] = hi;
+    if (t == 0) {
+      cv.d[i * MMQ_KB + j] = dw;
+      cv.m[i * MMQ_KB + j] = mw;
+    }
+  }
+}
+
 // mma_s8 is c = a·b for a 16×32 int8 tile a (row-major fragments) and a
 // 32×8 int8 tile b (column-major), int32 results.
 static __device__ __forceinline__ void mma_s8(int c[4], const int a[4], const int b[2]) {
@@ -424,29 +502,29 @@ static __device__ __forceinline__ float i2f(int c) {
 // and t = lane%4, A's registers are rows g, g+8, g, g+8 at words t, t,
 // t+4, t+4; B's are column g at words t and t+4; C's are (g, 2t),
 // (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
-template <int T, int BM, int BN>
-static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st, int h, int wr, int wc, float acc[2][4][4]) {
+template <int T, int BM, int BN, int MI, int NI, bool CV>
+static __device__ __forceinline__ void compute_stage(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int h, int wr, int wc,
+                                                     float acc[MI][NI][4]) {
   using L = WLayout<T>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < MMQ_KB; j++) {
-    int a[2][4];
-    float dw[2][2], mw[2][2];
+    int a[MI][4];
+    float dw[MI][2], mw[MI][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++) {
-      const uint8_t *r0 = st.w + (wr + mi * 16 + g) * L::stride;
-      const uint8_t *r1 = r0 + 8 * L::stride;
-      L::frag(r0, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
-      L::frag(r1, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
+    for (int mi = 0; mi < MI; mi++) {
+      const int r = wr + mi * 16 + g;
+      wfrag<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
+      wfrag<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
     }
 #pragma unroll
-    for (int ni = 0; ni < 4; ni++) {
+    for (int ni = 0; ni < NI; ni++) {
       const int *xr = (const int *)(st.x + (wc + ni * 8 + g) * MMQ_XSTRIDE + j * 32);
       const int b[2] = {xr[t], xr[t + 4]};
       const int c0 = wc + ni * 8 + 2 * t;
       const float2 x0 = st.xd[c0 * MMQ_KB + j], x1 = st.xd[(c0 + 1) * MMQ_KB + j];
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++) {
+      for (int mi = 0; mi < MI; mi++) {
         int c[4];
         mma_s8(c, a[mi], b);
         acc[mi][ni][0] += i2f(c[0]) * (dw[mi][0] * x0.x);
@@ -483,23 +561,23 @@ static __device__ __forceinline__ void mma_s8_k16(int c[4], int a0, int a1, int 
 // rows 0..7 are ones at k 0..15 and rows 8..15 ones at k 16..31 gives the
 // sums of the block's halves per column: (g, 2t), (g, 2t+1) the first
 // half's of columns 2t, 2t+1, (g+8, ·) the second's.
-template <int T, int BM, int BN>
-static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &st, int h, int wr, int wc, float acc[2][4][4]) {
+template <int T, int BM, int BN, int MI, int NI, bool CV>
+static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int h, int wr, int wc,
+                                                       float acc[MI][NI][4]) {
   using L = WLayout<T>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < MMQ_KB; j++) {
-    int a[2][4];
-    float2 dw[2][2], mw[2][2];
+    int a[MI][4];
+    float2 dw[MI][2], mw[MI][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++) {
-      const uint8_t *r0 = st.w + (wr + mi * 16 + g) * L::stride;
-      const uint8_t *r1 = r0 + 8 * L::stride;
-      L::frag16(r0, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
-      L::frag16(r1, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
+    for (int mi = 0; mi < MI; mi++) {
+      const int r = wr + mi * 16 + g;
+      wfrag16<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
+      wfrag16<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
     }
 #pragma unroll
-    for (int ni = 0; ni < 4; ni++) {
+    for (int ni = 0; ni < NI; ni++) {
       const int *xr = (const int *)(st.x + (wc + ni * 8 + g) * MMQ_XSTRIDE + j * 32);
       const int b[2] = {xr[t], xr[t + 4]};
       const int c0 = wc + ni * 8 + 2 * t;
@@ -513,7 +591,7 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
         for (int e = 0; e < 4; e++) hs[e] = i2f(c[e]);
       }
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++) {
+      for (int mi = 0; mi < MI; mi++) {
         int cl[4], ch[4];
         mma_s8_k16(cl, a[mi][0], a[mi][1], b[0]);
         mma_s8_k16(ch, a[mi][2], a[mi][3], b[1]);
@@ -535,47 +613,64 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
 }
 
 // mmq is the product for weights of layout T in BM × BN tiles of Y, one
-// warp per 32 × 32 sub-tile; grid (ceil(rows/BM), ceil(batch/BN)),
-// 32·(BM/32)·(BN/32) threads, 2·sizeof(Stage<T, BM, BN>) bytes of dynamic
-// shared memory.
-template <int T, int BM, int BN> static __device__ void mmq(const MmqParams &p) {
-  constexpr int THREADS = 32 * (BM / 32) * (BN / 32);
+// warp per WM × WN sub-tile (the warps along the rows first); CV: each
+// stage of W is converted once (convert_stage) and the warps read the
+// converted tile. Grid (ceil(rows/BM), ceil(batch/BN), parts): a split
+// product (split_stages > 0) computes in block z the stages z·split_stages
+// up to the next part's and writes its partial sums to y + z·batch·rows
+// (mmq_reduce adds the parts); 32·(BM/WM)·(BN/WN) threads;
+// 2·sizeof(Stage<T, BM, BN>) (+ sizeof(Conv<T, BM>) with CV) bytes of
+// dynamic shared memory.
+template <int T, int BM, int BN, int WM, int WN, bool CV> static __device__ void mmq(const MmqParams &p) {
+  constexpr int MI = WM / 16, NI = WN / 8;
+  constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
   extern __shared__ __align__(16) uint8_t mmq_shared[];
   Stage<T, BM, BN> *st = (Stage<T, BM, BN> *)mmq_shared;
+  Conv<T, BM> *cv = CV ? (Conv<T, BM> *)(mmq_shared + 2 * sizeof(Stage<T, BM, BN>)) : nullptr;
   const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wr = (warp % (BM / 32)) * 32, wc = (warp / (BM / 32)) * 32;
-  float acc[2][4][4] = {};
+  const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
+  float acc[MI][NI][4] = {};
   const int stages = p.kpad / (32 * MMQ_KB);
-  load_stage<T, BM, BN, THREADS>(p, st[0], 0, bm, bn);
-  cp_async_commit();
-  for (int s = 0; s < stages; s++) {
-    if (s + 1 < stages) {
-      load_stage<T, BM, BN, THREADS>(p, st[(s + 1) & 1], s + 1, bm, bn);
+  const int per = p.split_stages > 0 ? p.split_stages : stages;
+  const int s0 = blockIdx.z * per, s1 = min(stages, s0 + per);
+  if (s0 < s1) {
+    load_stage<T, BM, BN, THREADS>(p, st[0], s0, bm, bn);
+    cp_async_commit();
+  }
+  for (int s = s0; s < s1; s++) {
+    Stage<T, BM, BN> &cur = st[(s - s0) & 1];
+    if (s + 1 < s1) {
+      load_stage<T, BM, BN, THREADS>(p, st[(s + 1 - s0) & 1], s + 1, bm, bn);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncthreads();
-    if constexpr (WLayout<T>::sub16) {
-      compute_stage16<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
-    } else {
-      compute_stage<T, BM, BN>(st[s & 1], s & 1, wr, wc, acc);
+    if constexpr (CV) {
+      convert_stage<T, BM, BN, THREADS>(cur, s & 1, *cv);
+      __syncthreads();
     }
-    __syncthreads(); // st[s & 1] is refilled with stage s+2 next
+    if constexpr (WLayout<T>::sub16) {
+      compute_stage16<T, BM, BN, MI, NI, CV>(cur, cv, s & 1, wr, wc, acc);
+    } else {
+      compute_stage<T, BM, BN, MI, NI, CV>(cur, cv, s & 1, wr, wc, acc);
+    }
+    __syncthreads(); // cur (and cv) are refilled next
   }
+  float *out = p.y + (size_t)blockIdx.z * p.batch * p.rows;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int mi = 0; mi < 2; mi++) {
+  for (int mi = 0; mi < MI; mi++) {
 #pragma unroll
-    for (int ni = 0; ni < 4; ni++) {
+    for (int ni = 0; ni < NI; ni++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
         const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
         if (r < p.rows && b < p.batch) {
-          float *y = p.y + (size_t)b * p.rows + r;
+          float *y = out + (size_t)b * p.rows + r;
           *y = p.accumulate ? *y + acc[mi][ni][e] : acc[mi][ni][e];
         }
       }
@@ -583,18 +678,46 @@ template <int T, int BM, int BN> static __device__ void mmq(const MmqParams &p) 
   }
 }
 
-// The kernels: mmq_<type>_<BM>x<BN>, each held to 128 registers a thread
-// so that 16 warps fit a multiprocessor.
-#define MMQ_KERNEL(name, T, BM, BN)                                        \
-  extern "C" __global__ void __launch_bounds__(32 * (BM / 32) * (BN / 32), \
-                                               16 / ((BM / 32) * (BN / 32))) \
-      name(const MmqParams p) {                                            \
-    mmq<T, BM, BN>(p);                                                     \
+// mmq_reduce adds the parts of a split product in part order (so the sum
+// does not depend on which block finished first): y[i] = Σ_z part[z·n + i]
+// (y[i] + that sum with accumulate) for i < n = batch·rows. Grid
+// ceil(n/256), 256 threads.
+extern "C" __global__ void mmq_reduce(const float *__restrict__ part, float *__restrict__ y, long long n, int parts,
+                                      int accumulate) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float sum = part[i];
+  for (int z = 1; z < parts; z++) sum = __fadd_rn(sum, part[(size_t)z * n + i]);
+  y[i] = accumulate ? __fadd_rn(y[i], sum) : sum;
+}
+
+// The kernels: mmq_<type>_<BM>x<BN>[_w64][_cv], warps of WM × WN, at
+// least MB blocks a multiprocessor (MB·(BM/WM)·(BN/WN) warps: 16, so 128
+// registers a thread, but for the 64 × 32 warps: 12 warps for 128×64, 8
+// for 128×128, which hold 64 accumulators a thread and spill hundreds of
+// bytes within 128 registers). The baseline tiles (64×64, 64×128,
+// 128×128, warps of 32 × 32) read the raw stages; the narrow batch tiles
+// (64×16, 128×16 with warps of 32 × 16; 64×32, 128×32) have one warp per
+// 32 rows; _cv are the baseline tiles on converted stages, and _w64_cv
+// 128×64 and 128×128 tiles of 64 × 32 warps on converted stages (twice
+// the products per fragment load).
+#define MMQ_KERNEL(name, T, BM, BN, WM, WN, CV, MB)                                        \
+  extern "C" __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN), MB) name(const MmqParams p) { \
+    mmq<T, BM, BN, WM, WN, CV>(p);                                                         \
   }
-#define MMQ_KERNELS(name, T)                 \
-  MMQ_KERNEL(name##_64x64, T, 64, 64)        \
-  MMQ_KERNEL(name##_64x128, T, 64, 128)      \
-  MMQ_KERNEL(name##_128x128, T, 128, 128)
+#define MMQ_KERNELS(name, T)                                    \
+  MMQ_KERNEL(name##_64x64, T, 64, 64, 32, 32, false, 4)         \
+  MMQ_KERNEL(name##_64x128, T, 64, 128, 32, 32, false, 2)       \
+  MMQ_KERNEL(name##_128x128, T, 128, 128, 32, 32, false, 1)     \
+  MMQ_KERNEL(name##_64x16, T, 64, 16, 32, 16, false, 8)         \
+  MMQ_KERNEL(name##_128x16, T, 128, 16, 32, 16, false, 4)       \
+  MMQ_KERNEL(name##_64x32, T, 64, 32, 32, 32, false, 8)         \
+  MMQ_KERNEL(name##_128x32, T, 128, 32, 32, 32, false, 4)       \
+  MMQ_KERNEL(name##_64x64_cv, T, 64, 64, 32, 32, true, 4)       \
+  MMQ_KERNEL(name##_64x128_cv, T, 64, 128, 32, 32, true, 2)     \
+  MMQ_KERNEL(name##_128x128_cv, T, 128, 128, 32, 32, true, 1)   \
+  MMQ_KERNEL(name##_128x64_w64_cv, T, 128, 64, 64, 32, true, 3) \
+  MMQ_KERNEL(name##_128x128_w64_cv, T, 128, 128, 64, 32, true, 1)
 MMQ_KERNELS(mmq_q4_0, MMQ_T_Q4_0)
 MMQ_KERNELS(mmq_q8_0, MMQ_T_Q8_0)
 MMQ_KERNELS(mmq_q8_0_wide, MMQ_T_Q8_0 + MMQ_T_WIDE)

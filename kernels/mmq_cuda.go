@@ -16,19 +16,6 @@ import (
 // mmqStage is the values of one k stage (32·MMQ_KB in mmq.cu).
 const mmqStage = 128
 
-// mmqTile is the tile of Y one block of mmq_<type>_<rows>x<batch>
-// computes: rows weight rows by batch activation rows, one warp per
-// 32 × 32.
-type mmqTile struct{ rows, batch int }
-
-// mmqTiles are the tiles compiled per type.
-var mmqTiles = []mmqTile{{64, 64}, {64, 128}, {128, 128}}
-
-func (t mmqTile) String() string { return fmt.Sprintf("%dx%d", t.rows, t.batch) }
-
-// threads is the block size: one warp per 32 × 32 sub-tile.
-func (t mmqTile) threads() int { return 32 * (t.rows / 32) * (t.batch / 32) }
-
 // mmqKinds are the weight layouts of mmq.cu with the shared-memory row
 // stride of their stage (WLayout<T>::stride).
 var mmqKinds = []struct {
@@ -45,19 +32,39 @@ const mmqXStride = 144
 
 // mmqShared is the dynamic shared memory of mmq_<kind>_<tile>: two stages
 // (Stage<T, BM, BN> in mmq.cu) of tile.rows weight rows of the kind's
-// stride, tile.batch activation rows and their 4 (d, d·Σq) pairs.
+// stride, tile.batch activation rows and their 4 (d, d·Σq) pairs; with cv
+// also the converted stage (Conv<T, BM>): tile.rows rows of 4 blocks of 32
+// values at the activations' stride, and a scale and a min per block (f32,
+// or f32 pairs for the 16-value scale types).
 func mmqShared(kind string, t mmqTile) int {
 	for _, k := range mmqKinds {
 		if k.name == kind {
-			return 2 * (t.rows*k.stride + t.batch*mmqXStride + t.batch*4*8)
+			n := 2 * (t.rows*k.stride + t.batch*mmqXStride + t.batch*4*8)
+			if t.cv {
+				scale := 4
+				if mmqSub16(kind) {
+					scale = 8
+				}
+				n += t.rows*mmqXStride + 2*t.rows*4*scale
+			}
+			return n
 		}
 	}
 	return 0
 }
 
+// mmqSub16 says whether kind has a scale per 16 values (WLayout::sub16).
+func mmqSub16(kind string) bool {
+	switch kind {
+	case "q2_k", "q3_k", "q6_k", "q6_k_wide":
+		return true
+	}
+	return false
+}
+
 // mmqKernelNames are the kernels of mmq.fatbin.
 func mmqKernelNames() []string {
-	names := []string{"mmq_layout", "mmq_quantize"}
+	names := []string{"mmq_layout", "mmq_quantize", "mmq_reduce"}
 	for _, k := range mmqKinds {
 		for _, t := range mmqTiles {
 			names = append(names, "mmq_"+k.name+"_"+t.String())
@@ -75,8 +82,17 @@ func mmqKernelNames() []string {
 // 109, 104. Q4_1, Q5_0 and Q5_1 follow Q4_0, and Q2_K, Q3_K and Q6_K
 // Q4_K (not measured yet; the 16-value types do twice the mma
 // instructions of a block and hold more registers, as Q4_K does).
+//
+// Up to 32 rows the batch runs in narrow tiles of 64 weight rows (16 or
+// 32 batch columns, a warp per 32 rows) so that a decode batch makes
+// enough blocks, and mmqSplit splits the k range on top when that is
+// still too few.
 func mmqTileFor(kind string, B int) mmqTile {
 	switch {
+	case B <= 16:
+		return mmqTiles[3]
+	case B <= 32:
+		return mmqTiles[5]
 	case B <= 64:
 		return mmqTiles[0]
 	case B <= 128 || mmqKQuant(kind):
@@ -125,10 +141,14 @@ type mmqParams struct {
 	KPad       int32
 	Accumulate int32
 	Type       int32
+	// SplitStages is the k stages of each part of a split product
+	// (blockIdx.z picks the part); 0: one part.
+	SplitStages int32
+	Pad         int32
 }
 
 // mmqParamsSize is sizeof(MmqParams).
-const mmqParamsSize = 64
+const mmqParamsSize = 72
 
 // Compile-time check of the size the launch copies.
 var _ [mmqParamsSize - unsafe.Sizeof(mmqParams{})]struct{}
@@ -147,10 +167,19 @@ func mmqKPad(cols int) int { return ceilDiv(cols, mmqStage) * mmqStage }
 
 // MatMulScratchBytes is the scratch a MatMulOp of B rows of cols values
 // needs: B × kpad 8-bit values, then B × kpad/32 pairs of f32 (the
-// block's scale, and the scale times the sum of its values).
+// block's scale, and the scale times the sum of its values), then, from
+// the next 16-byte boundary, mmqSplitBytes for the partial sums of a split
+// product (mmqSplit keeps parts × B × rows f32 within it).
 func MatMulScratchBytes(B, cols int) int64 {
+	return mmqPartialsAt(B, cols) + mmqSplitBytes
+}
+
+// mmqPartialsAt is the offset in the scratch of a split product's partial
+// sums: past the rounded activations, 16-byte aligned.
+func mmqPartialsAt(B, cols int) int64 {
 	k := int64(mmqKPad(cols))
-	return int64(B)*k + int64(B)*(k/32)*8
+	n := int64(B)*k + int64(B)*(k/32)*8
+	return (n + 15) &^ 15
 }
 
 // MatMulSupports says whether MatMul reads w.
@@ -224,11 +253,35 @@ func (op *MatMulOp) check() (string, error) {
 
 // MatMul queues op: the rounding of X into the scratch, then the product.
 func (d *Device) MatMul(op MatMulOp) error {
-	return d.matMul(op, mmqTileFor(mmqKind(op.W), op.X.Rows))
+	kind := mmqKind(op.W)
+	return d.matMul(op, mmqDefault(kind, op.X.Rows))
 }
 
-// matMul runs op in tiles of tile.
-func (d *Device) matMul(op MatMulOp, tile mmqTile) error {
+// mmqDefault is how MatMul runs a product of B rows of layout kind: in
+// mmqTileFor's tile, split as mmqSplit chooses up to B = mmqSplitMaxB
+// (the decode batches), unsplit past it (prompts) until the benchmark's
+// figures say that splitting pays there too.
+func mmqDefault(kind string, B int) mmqVariant {
+	v := mmqVariant{tile: mmqTileFor(kind, B)}
+	if B > mmqSplitMaxB {
+		v.parts = 1
+	}
+	return v
+}
+
+// mmqSplitMaxB is the largest batch MatMul splits by default.
+const mmqSplitMaxB = 64
+
+// mmqVariant is how a product runs: its tile, and parts, the k range split
+// it asks for (0: mmqSplit's choice; n: n parts, or fewer where the
+// stages or the scratch allow fewer).
+type mmqVariant struct {
+	tile  mmqTile
+	parts int
+}
+
+// matMul runs op as v says.
+func (d *Device) matMul(op MatMulOp, v mmqVariant) error {
 	kind, err := op.check()
 	if err != nil {
 		return err
@@ -236,7 +289,7 @@ func (d *Device) matMul(op MatMulOp, tile mmqTile) error {
 	if err := d.mmqQuantize(op.X, op.Scratch); err != nil {
 		return err
 	}
-	return d.mmqLaunch(op, kind, tile)
+	return d.mmqLaunch(op, kind, v)
 }
 
 // mmqQuantize queues mmq_quantize: x rounded to the 8-bit blocks the
@@ -248,21 +301,39 @@ func (d *Device) mmqQuantize(x DevF32, scratch cuda.DevPtr) error {
 		cuda.P(x.Ptr), cuda.P(scratch), cuda.P(scratch.Add(int64(B)*int64(kpad))), cuda.I(cols), cuda.I(kpad), cuda.I(B))
 }
 
-// mmqLaunch queues the product of op (checked; kind its layout) in tiles
-// of tile, on X already rounded into op.Scratch.
-func (d *Device) mmqLaunch(op MatMulOp, kind string, tile mmqTile) error {
-	B, cols := op.X.Rows, op.W.Cols
+// mmqLaunch queues the product of op (checked, of layout kind) on
+// activations already rounded into op.Scratch: one launch of the tile's
+// kernel, or for a split product that launch writing its parts' partial
+// sums to the scratch and mmq_reduce adding them into Y in part order.
+func (d *Device) mmqLaunch(op MatMulOp, kind string, v mmqVariant) error {
+	B, rows, cols := op.X.Rows, op.W.Rows, op.W.Cols
 	kpad := mmqKPad(cols)
 	rb, err := op.W.RowBytes()
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: %w", err)
 	}
+	tile := v.tile
+	stages := kpad / mmqStage
+	blocks := ceilDiv(rows, tile.rows) * ceilDiv(B, tile.batch)
+	parts, per := mmqSplit(stages, rows, B, blocks, tile.warps(), d.ctx.Multiprocessors())
+	if v.parts > 0 {
+		parts, per = mmqSplitParts(stages, rows, B, v.parts)
+	}
 	p := mmqParams{
 		W: uint64(op.W.Ptr), XQ: uint64(op.Scratch), XD: uint64(op.Scratch.Add(int64(B) * int64(kpad))), Y: uint64(op.Y.Ptr), RowBytes: rb,
-		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
+		Rows: int32(rows), Cols: int32(cols), Batch: int32(B), KPad: int32(kpad),
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.typeCode()),
 	}
+	part := op.Scratch.Add(mmqPartialsAt(B, cols))
+	if parts > 1 {
+		p.Y, p.Accumulate, p.SplitStages = uint64(part), 0, int32(per)
+	}
 	name := "mmq_" + kind + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(op.W.Rows, tile.rows), Y: ceilDiv(B, tile.batch)}, cuda.Dim3{X: tile.threads()},
-		mmqShared(kind, tile), p.args()...)
+	grid := cuda.Dim3{X: ceilDiv(rows, tile.rows), Y: ceilDiv(B, tile.batch), Z: parts}
+	if err := d.launch(name, grid, cuda.Dim3{X: tile.threads()}, mmqShared(kind, tile), p.args()...); err != nil || parts == 1 {
+		return err
+	}
+	n := B * rows
+	return d.launch("mmq_reduce", cuda.Dim3{X: ceilDiv(n, 256)}, cuda.Dim3{X: 256}, 0,
+		cuda.P(part), cuda.P(op.Y.Ptr), cuda.Arg(uint64(n)), cuda.I(parts), cuda.I(boolInt(op.Residual)))
 }

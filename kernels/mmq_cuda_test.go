@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 	"unsafe"
 
@@ -19,7 +21,7 @@ import (
 // strides.
 func TestGPUMatMulLayout(t *testing.T) {
 	g := newBuffers(t)
-	out := g.i32(make([]int32, 12+len(mmqKinds)+1))
+	out := g.i32(make([]int32, 13+len(mmqKinds)+1))
 	if err := dev.launch("mmq_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +43,7 @@ func TestGPUMatMulLayout(t *testing.T) {
 		{"kpad", unsafe.Offsetof(p.KPad)},
 		{"accumulate", unsafe.Offsetof(p.Accumulate)},
 		{"type", unsafe.Offsetof(p.Type)},
+		{"split_stages", unsafe.Offsetof(p.SplitStages)},
 	}
 	for _, k := range mmqKinds {
 		want = append(want, struct {
@@ -76,10 +79,13 @@ var mmqBatches = []int{1, 2, 3, 7, 9, 63, 65, 127, 511, 512, 513}
 // batch's figure varies widely: 1.1e-4 was seen on Q4_K at B=1; checked
 // on products of at least mmqMinF32Values values). Large
 // shapes are checked on their first and last rows and 48 random ones, and
-// for unwritten values everywhere. Y = X·Wᵀ is written, and added to Y
-// (Residual) at two batches. Every product must equal, bit for bit, the
-// same rows of the product at the largest batch in the smallest tile. The
-// largest NMSE of each shape is logged.
+// for unwritten values everywhere (the large shapes at the batches of
+// mmqLargeBatch). Y = X·Wᵀ is written, and added to Y (Residual) at two
+// batches. Every variant of mmqTestVariants runs each product twice, and
+// the two must agree bit for bit; the unsplit products in the baseline
+// tiles must equal, bit for bit, the same rows of the product at the
+// largest batch in the smallest tile. The largest NMSE of each shape is
+// logged.
 func TestGPUMatMul(t *testing.T) {
 	type kind struct {
 		typ  gguf.Type
@@ -119,47 +125,62 @@ func TestGPUMatMul(t *testing.T) {
 				wantF := mmqReference(k.typ, data, rows, cols, x, checked)
 				dx := g.f32(x, maxB, cols)
 				scratch := g.poisoned(1, int(MatMulScratchBytes(maxB, cols)/4))
-				// The baseline every product must match bit for bit: each
-				// value sums its blocks in the same order in every tile and
-				// batch.
+				// The baseline the unsplit products in the baseline tiles
+				// must match bit for bit: each value sums its blocks in the
+				// same order in those tiles at every batch.
 				y0 := g.poisoned(maxB, rows)
-				if err := dev.matMul(MatMulOp{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}, mmqTiles[0]); err != nil {
+				if err := dev.matMul(MatMulOp{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}, mmqVariant{mmqTiles[0], 1}); err != nil {
 					t.Fatal(err)
 				}
 				baseline := read(t, y0)
 				var worstQ, worstF float64
-				for _, tile := range mmqTiles {
+				for _, v := range mmqTestVariants() {
 					for _, B := range mmqBatches {
+						if rows >= 2048 && !mmqLargeBatch(B) {
+							continue
+						}
 						for _, residual := range []bool{false, true} {
 							if residual && B != 9 && B != maxB {
 								continue
 							}
-							t.Run(fmt.Sprintf("%v/B%d/residual=%v", tile, B, residual), func(t *testing.T) {
-								y := g.poisoned(B, rows)
+							t.Run(fmt.Sprintf("%v/B%d/residual=%v", v, B, residual), func(t *testing.T) {
 								var base []float32
 								if residual {
 									base = randF32(rng, B*rows)
-									y = g.f32(base, B, rows)
 								}
-								op := MatMulOp{W: w, X: dx.Slice(0, B), Y: y, Residual: residual,
-									Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}
-								if err := dev.matMul(op, tile); err != nil {
-									t.Fatal(err)
+								// Run twice: a product must give the same
+								// bits every time (split parts are added in
+								// a fixed order).
+								var runs [2][]float32
+								for i := range runs {
+									y := g.poisoned(B, rows)
+									if residual {
+										y = g.f32(base, B, rows)
+									}
+									op := MatMulOp{W: w, X: dx.Slice(0, B), Y: y, Residual: residual,
+										Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}
+									var err error
+									if v.tile.rows == 0 {
+										err = dev.MatMul(op)
+									} else {
+										err = dev.matMul(op, v)
+									}
+									if err != nil {
+										t.Fatal(err)
+									}
+									runs[i] = read(t, y)
 								}
-								all := read(t, y)
-								for i, v := range all {
-									if math.IsNaN(float64(v)) {
+								all := runs[0]
+								for i, val := range all {
+									if math.IsNaN(float64(val)) {
 										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
 									}
 								}
-								if !residual {
-									differ := 0
-									for i, v := range all {
-										if math.Float32bits(v) != math.Float32bits(baseline[i]) {
-											differ++
-										}
-									}
-									if differ > 0 {
+								if differ := mmqDiffer(runs[0], runs[1]); differ > 0 {
+									t.Errorf("%d of %d values differ between two runs of the same product", differ, len(all))
+								}
+								if !residual && v.parts == 1 && !v.tile.cv && v.tile.warpCols == 32 && v.tile.batch >= 64 {
+									if differ := mmqDiffer(all, baseline[:len(all)]); differ > 0 {
 										t.Errorf("%d of %d values differ from the same product in tiles of %v at batch %d", differ, len(all), mmqTiles[0], maxB)
 									}
 								}
@@ -191,6 +212,64 @@ func TestGPUMatMul(t *testing.T) {
 			})
 		}
 	}
+}
+
+// mmqTestVariants are the ways TestGPUMatMul runs every product: each
+// tile unsplit and split in (up to) 3 parts, and as MatMul chooses (the
+// zero tile).
+func mmqTestVariants() []mmqVariant {
+	var out []mmqVariant
+	for _, t := range mmqTiles {
+		out = append(out, mmqVariant{t, 1}, mmqVariant{t, 3})
+	}
+	return append(out, mmqVariant{})
+}
+
+// TestMatMulsVerifiedVariant checks that MatMuls without Preview runs its
+// int8 products only in the tiles verified on a device (the baseline
+// 64×64, 64×128 and 128×128, unconverted) and unsplit, at every batch of a
+// step, and with Preview as MatMul does. It needs no device.
+func TestMatMulsVerifiedVariant(t *testing.T) {
+	baseline := mmqTiles[:3]
+	for _, k := range mmqKinds {
+		for B := 1; B <= 600; B++ {
+			v := mmqProductVariant(k.name, B, false)
+			if v.parts != 1 || !slices.Contains(baseline, v.tile) {
+				t.Fatalf("%s at B=%d without Preview: %v, want a baseline tile (%v) unsplit", k.name, B, v, baseline)
+			}
+			if got, want := mmqProductVariant(k.name, B, true), mmqDefault(k.name, B); got != want {
+				t.Fatalf("%s at B=%d with Preview: %v, want MatMul's %v", k.name, B, got, want)
+			}
+		}
+	}
+}
+
+func (v mmqVariant) String() string {
+	if v.tile.rows == 0 {
+		return "default"
+	}
+	return fmt.Sprintf("%v/parts%d", v.tile, v.parts)
+}
+
+// mmqLargeBatch says whether the large shapes are tested at batch B (a
+// subset of mmqBatches, to keep the test's run short).
+func mmqLargeBatch(B int) bool {
+	switch B {
+	case 1, 9, 63, 65, 511, 513:
+		return true
+	}
+	return false
+}
+
+// mmqDiffer is how many values of a and b differ in their bits.
+func mmqDiffer(a, b []float32) int {
+	n := 0
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // mmqMinF32Values is the fewest values a product's NMSE against the f32
@@ -282,42 +361,128 @@ func TestGPUMatMulRefuses(t *testing.T) {
 	}
 }
 
-// BenchmarkGPUMatMul times the tensor-core products, in each tile, at a
-// prompt's batch of 512 over Llama-3.1-8B's attention (4096 × 4096) and
-// FFN up (14336 × 4096) shapes, for every type MatMul reads (Q8_0 and Q6_K
-// wide, as the engine stores them), beside MatVec in batches of 64 (the
-// path named mvq: the mvq kernels for the types they read, matvec for the
-// others) for the same product; the TFLOP/s metric counts 2·B·rows·cols
-// per call (the rounding of X included).
+// BenchmarkGPUMatMul times every variant of the tensor-core products
+// (each tile of mmqTiles unsplit and split as mmqSplit chooses, MatMul's
+// own choice, and MatVec in batches of MaxBatch, the path named mvq) at
+// the batches of mmqBenchBatches over Llama-3.2-1B's shapes (2048×2048,
+// 8192×2048, 2048×8192) and Llama-3.1-8B's (4096×4096, 14336×4096,
+// 4096×14336, 1024×4096), for Q4_K, Q6_K and Q8_0 in the wide layout the
+// engine stores them in, and Q4_0. It prints one line per (type, shape,
+// batch) with the variants sorted fastest first (TFLOP/s, counting
+// 2·B·rows·cols per call, the rounding of X included, timed with device
+// events), then a summary of the best variant beside MatMul's choice per
+// line. Run it once: -test.benchtime=1x.
 func BenchmarkGPUMatMul(b *testing.B) {
-	const B = 512
-	for _, shape := range [][2]int{{4096, 4096}, {14336, 4096}} {
+	shapes := [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}, {4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}}
+	types := []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeQ4_0}
+	maxB := mmqBenchBatches[len(mmqBenchBatches)-1]
+	start, end := benchEvent(b), benchEvent(b)
+	var summary []string
+	for _, shape := range shapes {
 		rows, cols := shape[0], shape[1]
-		for _, typ := range []gguf.Type{gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
-			gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		for _, typ := range types {
 			rng := rand.New(rand.NewPCG(5, uint64(typ)))
 			g := newBuffers(b)
-			data := randomRows(rng, typ, rows, cols)
 			wide := Widens(typ, cols) // as the engine stores Q8_0 and Q6_K
-			w := g.matrix(typ, data, rows, cols, wide)
-			x := g.f32(randF32(rng, B*cols), B, cols)
-			y := g.poisoned(B, rows)
-			scratch := g.poisoned(1, int(MatMulScratchBytes(B, cols)/4))
-			op := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(B, cols)}
-			type path struct {
-				name string
-				run  func() error
-			}
-			var paths []path
-			for _, tile := range mmqTiles {
-				paths = append(paths, path{"mmq" + tile.String(), func() error { return dev.matMul(op, tile) }})
-			}
-			paths = append(paths, path{"mvq", func() error { return dev.matVecChunks(MatVecSeg{W: w, Y: y}, x, false) }})
-			for _, p := range paths {
-				b.Run(fmt.Sprintf("%v/%dx%dx%d/%s", typ, B, rows, cols, p.name), func(b *testing.B) {
-					timeLaunches(b, 2*float64(B)*float64(rows)*float64(cols), p.run)
-				})
+			w := g.matrix(typ, randomRows(rng, typ, rows, cols), rows, cols, wide)
+			kind := mmqKind(w)
+			x := g.f32(randF32(rng, maxB*cols), maxB, cols)
+			y := g.poisoned(maxB, rows)
+			scratch := g.poisoned(1, int(MatMulScratchBytes(maxB, cols)/4))
+			for _, B := range mmqBenchBatches {
+				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(maxB, cols)}
+				type path struct {
+					name string
+					run  func() error
+				}
+				def := mmqTileFor(kind, B)
+				stages := mmqKPad(cols) / mmqStage
+				defParts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, def.rows)*ceilDiv(B, def.batch), def.warps(), dev.ctx.Multiprocessors())
+				if mmqDefault(kind, B).parts == 1 {
+					defParts = 1
+				}
+				paths := []path{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
+				for _, tile := range mmqTiles {
+					v := mmqVariant{tile, 1}
+					paths = append(paths, path{tile.String() + "/p1", func() error { return dev.matMul(op, v) }})
+					parts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, tile.rows)*ceilDiv(B, tile.batch), tile.warps(), dev.ctx.Multiprocessors())
+					if parts > 1 {
+						v := mmqVariant{tile, 0}
+						paths = append(paths, path{fmt.Sprintf("%v/p%d", tile, parts), func() error { return dev.matMul(op, v) }})
+					}
+				}
+				if B <= 64 {
+					paths = append(paths, path{"mvq", func() error {
+						for b0 := 0; b0 < B; b0 += MaxBatch {
+							n := min(MaxBatch, B-b0)
+							if err := dev.MatVec(w, x.Slice(b0, b0+n), y.Slice(b0, b0+n)); err != nil {
+								return err
+							}
+						}
+						return nil
+					}})
+				}
+				flops := 2 * float64(B) * float64(rows) * float64(cols)
+				reps := int(min(200, max(3, 2e11/flops)))
+				type result struct {
+					name   string
+					tflops float64
+				}
+				var res []result
+				var deflt float64
+				for i, p := range paths {
+					if err := p.run(); err != nil { // warm up
+						b.Fatalf("%s: %v", p.name, err)
+					}
+					if err := start.Record(); err != nil {
+						b.Fatal(err)
+					}
+					for r := 0; r < reps; r++ {
+						if err := p.run(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := end.Record(); err != nil {
+						b.Fatal(err)
+					}
+					if err := dev.Sync(); err != nil {
+						b.Fatalf("%s: %v", p.name, err)
+					}
+					el, err := end.Since(start)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tf := flops * float64(reps) / el.Seconds() / 1e12
+					res = append(res, result{p.name, tf})
+					if i == 0 {
+						deflt = tf
+					}
+				}
+				sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
+				line := fmt.Sprintf("mmq-bench %v %dx%d B=%d:", kind, rows, cols, B)
+				for _, r := range res {
+					line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
+				}
+				fmt.Println(line)
+				summary = append(summary, fmt.Sprintf("mmq-best %v %dx%d B=%d: %s %.1f, default %.1f", kind, rows, cols, B, res[0].name, res[0].tflops, deflt))
 			}
 		}
 	}
+	for _, l := range summary {
+		fmt.Println(l)
+	}
+}
+
+// mmqBenchBatches are the batches BenchmarkGPUMatMul times: decode
+// batches and prompts.
+var mmqBenchBatches = []int{1, 8, 16, 32, 64, 128, 512}
+
+// benchEvent is a timing event destroyed when b ends.
+func benchEvent(b *testing.B) *cuda.Event {
+	e, err := dev.ctx.NewEvent()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Destroy() })
+	return e
 }

@@ -390,3 +390,99 @@ func TestMmqModelFragments(t *testing.T) {
 		t.Fatalf("%d results, want 128", seen)
 	}
 }
+
+// TestMmqModelTiles checks, for every tile of mmqTiles, the warp mapping
+// of mmq in mmq.cu: warp w takes rows (w mod BM/WM)·WM and columns
+// (w div BM/WM)·warpCols (WM = warpRows), and its lanes' accumulators
+// (mi < WM/16, ni, e) at row
+// 16mi + g + 8(e/2), column 8ni + 2t + e%2 cover the tile's BM × BN
+// values exactly once; and the block fits the kernels' launch bounds
+// (16 warps a multiprocessor, whole blocks).
+func TestMmqModelTiles(t *testing.T) {
+	for _, tile := range mmqTiles {
+		t.Run(tile.String(), func(t *testing.T) {
+			if tile.warpRows%16 != 0 || tile.rows%tile.warpRows != 0 || tile.batch%tile.warpCols != 0 || tile.warpCols%8 != 0 {
+				t.Fatalf("tile %v: want rows a multiple of warpRows, warpRows of 16, batch of warpCols, warpCols of 8", tile)
+			}
+			if w := tile.warps(); w < 1 || 16%w != 0 {
+				t.Fatalf("%d warps: the launch bounds ask for 16/warps whole blocks a multiprocessor", w)
+			}
+			seen := make([]int, tile.rows*tile.batch)
+			for w := 0; w < tile.warps(); w++ {
+				wr, wc := (w%(tile.rows/tile.warpRows))*tile.warpRows, (w/(tile.rows/tile.warpRows))*tile.warpCols
+				for lane := 0; lane < 32; lane++ {
+					g, tt := lane>>2, lane&3
+					for mi := 0; mi < tile.warpRows/16; mi++ {
+						for ni := 0; ni < tile.warpCols/8; ni++ {
+							for e := 0; e < 4; e++ {
+								r, b := wr+mi*16+g+(e>>1)*8, wc+ni*8+2*tt+(e&1)
+								if r >= tile.rows || b >= tile.batch {
+									t.Fatalf("warp %d lane %d: (%d, %d) outside the tile", w, lane, r, b)
+								}
+								seen[r*tile.batch+b]++
+							}
+						}
+					}
+				}
+			}
+			for i, n := range seen {
+				if n != 1 {
+					t.Errorf("value (%d, %d) of the tile computed %d times", i/tile.batch, i%tile.batch, n)
+				}
+			}
+		})
+	}
+}
+
+// TestMmqModelConvert checks convert_stage's mapping (mmq.cu) for every
+// converting tile: step idx of thread threadIdx stores row i = idx/16's
+// block j = (idx/4)%4 fragment column t = idx%4 as the words lo at
+// i·36 + 8j + t and hi 4 words on (MMQ_XSTRIDE is 36 words, and wfrag
+// reads the same words): every word of the converted rows is stored
+// exactly once; the 32 stores of one warp step
+// fall in distinct banks; and the words stay inside the tile's
+// MMQ_XSTRIDE·rows bytes.
+func TestMmqModelConvert(t *testing.T) {
+	const kb, xstride = 4, 144
+	for _, tile := range mmqTiles {
+		if !tile.cv {
+			continue
+		}
+		t.Run(tile.String(), func(t *testing.T) {
+			threads := tile.threads()
+			stored := make([]int, tile.rows*xstride/4)
+			for tid := 0; tid < threads; tid++ {
+				for idx := tid; idx < tile.rows*kb*4; idx += threads {
+					tt, j, i := idx&3, (idx>>2)%kb, idx/(4*kb)
+					lo := (i*xstride + j*32 + 4*tt) / 4
+					stored[lo]++
+					stored[lo+4]++
+				}
+			}
+			for i := 0; i < tile.rows; i++ {
+				for w := 0; w < xstride/4; w++ {
+					want := 1
+					if w >= kb*8 {
+						want = 0 // the row's padding
+					}
+					if n := stored[i*xstride/4+w]; n != want {
+						t.Errorf("row %d word %d stored %d times, want %d", i, w, n, want)
+					}
+				}
+			}
+			// A warp's step: lanes 0..31 at consecutive idx, lo stores.
+			for base := 0; base < tile.rows*kb*4; base += 32 {
+				banks := map[int]int{}
+				for lane := 0; lane < 32; lane++ {
+					idx := base + lane
+					tt, j, i := idx&3, (idx>>2)%kb, idx/(4*kb)
+					bank := ((i*xstride + j*32 + 4*tt) / 4) % 32
+					if l, ok := banks[bank]; ok {
+						t.Fatalf("step at %d: lanes %d and %d store to bank %d", base, l, lane, bank)
+					}
+					banks[bank] = lane
+				}
+			}
+		})
+	}
+}

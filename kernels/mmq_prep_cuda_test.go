@@ -18,7 +18,8 @@ import (
 // matrix-vector path, input written to Temp first) and an F16 one (the
 // 16-bit tensor-core path, from Temp too), for batches that are not tile
 // multiples, with and without accumulation; with X as input the Q8_0
-// product must give MatMul's bits.
+// product must give MatMul's bits in the tile and split MatMuls chose
+// (mmqProductVariant).
 func TestGPUMatMulsInputs(t *testing.T) {
 	const rows, cols = 100, 320
 	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32, gguf.TypeF16} {
@@ -76,7 +77,8 @@ func TestGPUMatMulsInputs(t *testing.T) {
 							return
 						}
 						y2 := g.poisoned(B, rows)
-						if err := dev.MatMul(MatMulOp{W: w, X: g.f32(x, B, cols), Y: y2, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}); err != nil {
+						mm := MatMulOp{W: w, X: g.f32(x, B, cols), Y: y2, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}
+						if err := dev.matMul(mm, mmqProductVariant(mmqKind(w), B, c.preview)); err != nil {
 							t.Fatal(err)
 						}
 						if n := bitsDiffer32(got, read(t, y2)); n != 0 {

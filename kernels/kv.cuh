@@ -52,3 +52,28 @@ static __device__ __forceinline__ long long kv_cell(const KVPool &pool, int seq,
 template <typename T> static __device__ __forceinline__ T *kv_at(T *base, long long cell, int row) {
   return base + (size_t)cell * (size_t)row;
 }
+
+// KVPaged and KVFlat are the two cache addressings a kernel templated on
+// its cache takes: cell(seq, pos) is the cell of a position (-1 outside
+// the cache) and covers(seq, pos0, rows) whether positions pos0 ..
+// pos0+rows-1 of slot seq lie inside it. KVPaged is the paged pool
+// (kv_cell); KVFlat the per-slot cache of attention.cu, [maxSeqs][ctx]
+// cells, cell seq·ctx + pos.
+struct KVPaged {
+  KVPool pool;
+  __device__ __forceinline__ long long cell(int seq, int pos) const { return kv_cell(pool, seq, pos); }
+  __device__ __forceinline__ bool covers(int seq, int pos0, int rows) const {
+    return seq >= 0 && seq < pool.maxSeqs && pos0 >= 0 && pos0 <= kv_ctx(pool) - rows;
+  }
+};
+
+struct KVFlat {
+  int ctx, maxSeqs;
+  __device__ __forceinline__ long long cell(int seq, int pos) const {
+    if (seq < 0 || seq >= maxSeqs || pos < 0 || pos >= ctx) return -1;
+    return (long long)seq * ctx + pos;
+  }
+  __device__ __forceinline__ bool covers(int seq, int pos0, int rows) const {
+    return seq >= 0 && seq < maxSeqs && pos0 >= 0 && pos0 <= ctx - rows;
+  }
+};

@@ -89,32 +89,6 @@ func (d *Device) RopeStorePaged(op RopeStorePagedOp) error {
 	return d.launch("rope_store_pf16", cuda.Dim3{X: op.Q.Rows, Y: r.Heads + p.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0, args...)
 }
 
-// pagedSplits is attentionSplits for a pool: it depends on the longest
-// context a table row reaches only, so a captured graph stays valid.
-func pagedSplits(p KVPoolLayout) int { return attentionSplits(DevKVCache{Ctx: p.Ctx()}) }
-
-// AttentionPagedScratch is the floats of scratch AttentionPaged needs for
-// rows tokens of heads heads.
-func AttentionPagedScratch(p KVPoolLayout, rows, heads int) int {
-	return rows * heads * pagedSplits(p) * (p.HeadDim + 2)
-}
-
-// attentionPagedShared is the dynamic shared memory of attention_part_pf16
-// with tiles of tile positions: f16 K rows (padded by 8 values) and V
-// rows, the group's f32 queries and a tile of f32 scores per query head.
-func attentionPagedShared(tile, headDim, group int) int {
-	return 2*(tile*(headDim+8)+tile*headDim) + 4*(group*headDim+group*tile)
-}
-
-// attentionPagedTile is attentionTile for attention_part_pf16.
-func attentionPagedTile(headDim, group int) int {
-	tile := 32
-	for tile > 1 && attentionPagedShared(tile, headDim, group) > 48*1024-256 {
-		tile /= 2
-	}
-	return tile
-}
-
 // AttentionPaged is Attention over a paged f16 pool: for each token b and
 // head h, the softmax(q·K/√HeadDim) weighted sum of V over positions
 // 0..pos[b] of slot seq[b], f32 throughout but for the cache's values; q

@@ -353,3 +353,14 @@ func TestGPUKVPoolLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestPagedSplitsAgree checks that the pool's split count is the f32
+// cache's for the same context (attention_merge merges either).
+func TestPagedSplitsAgree(t *testing.T) {
+	for _, ctx := range []int{1, 15, 16, 100, 1024, 1025, 4096, 100000} {
+		l := KVPoolLayout{TableCols: ctx, BlockSize: 1}
+		if a, b := pagedSplits(l), attentionSplits(DevKVCache{Ctx: ctx}); a != b {
+			t.Errorf("context %d: %d splits over the pool, %d over the f32 cache", ctx, a, b)
+		}
+	}
+}

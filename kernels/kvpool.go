@@ -85,6 +85,33 @@ func (l KVPoolLayout) check(op string) error {
 	return nil
 }
 
+// pagedSplits is attentionSplits (attention_cuda.go) for a pool: about 16
+// positions per range up to 64 ranges of the longest context a table row
+// reaches, so a captured graph stays valid as sequences grow.
+func pagedSplits(p KVPoolLayout) int { return min(max(p.Ctx()/16, 1), 64) }
+
+// AttentionPagedScratch is the floats of scratch AttentionPaged needs for
+// rows tokens of heads heads.
+func AttentionPagedScratch(p KVPoolLayout, rows, heads int) int {
+	return rows * heads * pagedSplits(p) * (p.HeadDim + 2)
+}
+
+// attentionPagedShared is the dynamic shared memory of attention_part_pf16
+// with tiles of tile positions: f16 K rows (padded by 8 values) and V
+// rows, the group's f32 queries and a tile of f32 scores per query head.
+func attentionPagedShared(tile, headDim, group int) int {
+	return 2*(tile*(headDim+8)+tile*headDim) + 4*(group*headDim+group*tile)
+}
+
+// attentionPagedTile is attentionTile for attention_part_pf16.
+func attentionPagedTile(headDim, group int) int {
+	tile := 32
+	for tile > 1 && attentionPagedShared(tile, headDim, group) > 48*1024-256 {
+		tile /= 2
+	}
+	return tile
+}
+
 // maxHeadDimPaged is MaxHeadDim, untagged: the largest head the paged
 // kernels take.
 const maxHeadDimPaged = 256

@@ -57,7 +57,8 @@ type engineConfig struct {
 	// no tensor-core products).
 	Deterministic bool
 	// The KV cache of the CPU engine (the GPU engine keeps f32, one
-	// region per slot): cell types, tokens per block, pool budget in bytes.
+	// region per slot, but for -ctk f16 -ctv f16 with the preview kernels:
+	// a paged f16 pool): cell types, tokens per block, pool budget in bytes.
 	CacheTypeK, CacheTypeV decode.KVType
 	KVBlock                int
 	KVMemory               int64

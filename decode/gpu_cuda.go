@@ -63,6 +63,14 @@ type GPUOptions struct {
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
 	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
 	MatMulMin int
+	// Paged keeps the KV cache in a paged pool of f16 cells (kv.cuh)
+	// instead of one f32 region per slot: BlockSize tokens a block (0:
+	// DefaultBlockSize), as many blocks as KVMemory bytes hold (0: room for
+	// MaxSeqs contexts). It needs Preview; NewPagedGPUEngine opens an
+	// engine the scheduler drives in its paged mode.
+	Paged     bool
+	BlockSize int
+	KVMemory  int64
 }
 
 // gpuMaxBatch is the largest bucket there may be: the most tokens of a
@@ -131,7 +139,8 @@ type GPUEngine struct {
 	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
 	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats           gpuGraphStats
-	exec            *gpuExec // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise
+	exec            *gpuExec  // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise
+	paged           *gpuPaged // the paged f16 KV pool (GPUOptions.Paged); nil: the f32 cache of e.kv
 
 	// beforeStep, when set, is queued first in every step (tests inject
 	// operations with it).
@@ -195,6 +204,9 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err := gpuSupports(m, opts.Preview); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
+	if opts.Paged && !opts.Preview {
+		return nil, fmt.Errorf("decode: cuda: the paged f16 KV pool has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it")
+	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
 		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (a multiple of 4, at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
 	}
@@ -231,6 +243,13 @@ func (e *GPUEngine) init() error {
 	// before anything is allocated; uploadWeights then checks the total
 	// against the device's free memory.
 	kvBytes, err := sizeProduct("KV cache", 2, len(m.Layers), e.opts.MaxSeqs, e.opts.Context, kvDim, 4)
+	if e.opts.Paged {
+		var l KVLayout
+		var d kernels.KVPoolLayout
+		if l, d, err = pagedLayout(m, e.opts); err == nil {
+			kvBytes, err = pagedBytes(l, d)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -242,7 +261,7 @@ func (e *GPUEngine) init() error {
 	if err != nil {
 		return err
 	}
-	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+kernels.AttentionScratch(cache, 1, m.Heads)+kernels.PickWords+3+4*S/gpuMaxBatch)
+	outBytes, err := sizeProduct("buffers", 4, gpuMaxBatch, m.Embd+m.Vocab+attentionScratch(m, e.opts, 1)+kernels.PickWords+3+4*S/gpuMaxBatch)
 	if err != nil {
 		return err
 	}
@@ -284,7 +303,12 @@ func (e *GPUEngine) init() error {
 			e.opts.Info("overlapping launches unavailable: they need compute capability 9.0 and a CUDA 12.3 driver")
 		}
 	}
-	for l := 0; l < len(m.Layers); l++ {
+	if e.opts.Paged {
+		if err := e.initPaged(); err != nil {
+			return err
+		}
+	}
+	for l := 0; l < len(m.Layers) && !e.opts.Paged; l++ {
 		c := cache
 		kb, err := e.alloc(fmt.Sprintf("blk.%d.cache_k", l), c.Bytes())
 		if err != nil {
@@ -313,7 +337,7 @@ func (e *GPUEngine) init() error {
 		q: f32("q", S, qDim), att: f32("att", S, qDim),
 		k: f32("k", S, kvDim), v: f32("v", S, kvDim),
 		gate: f32("gate", S, m.FFN), up: f32("up", S, m.FFN), logits: f32("logits", M, m.Vocab),
-		attPart: f32("attention partials", 1, kernels.AttentionScratch(e.kv[0], M, m.Heads)),
+		attPart: f32("attention partials", 1, attentionScratch(m, e.opts, M)),
 	}
 	if err != nil {
 		return err
@@ -325,6 +349,9 @@ func (e *GPUEngine) init() error {
 	e.s.mm, e.s.mmBytes = mm.Ptr(), mmBytes
 	if err := e.initExec(); err != nil {
 		return err
+	}
+	if e.paged != nil && e.exec != nil {
+		return fmt.Errorf("the paged KV pool runs with the fused llama layer only, not the description's executor: %w", model.ErrUnsupported)
 	}
 	e.layout = newStepLayout(S, M)
 	inWords := e.layout.end
@@ -355,7 +382,7 @@ func (e *GPUEngine) init() error {
 	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
-	for l := range m.Layers {
+	for l := 0; l < len(m.Layers) && e.paged == nil; l++ {
 		w := &e.w.layers[l]
 		r, err := e.dev.NewRopeEpilogue(kernels.RopeStoreOp{Cache: e.kv[l], QNorm: w.vecs[model.AttnQNorm], KNorm: w.vecs[model.AttnKNorm], Eps: m.RMSEps,
 			Pos: e.s.pos, Seq: e.s.seq, Rope: rope})
@@ -445,7 +472,7 @@ func (e *GPUEngine) ForwardPick(b *Batch, picks []*Pick, toks []int32, logits []
 		r := 0 // wanted rows before the chunk
 		for lo := 0; lo < b.Len(); {
 			hi := e.chunkEnd(b, lo)
-			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi]}
+			chunk := Batch{Tokens: b.Tokens[lo:hi], Pos: b.Pos[lo:hi], Seq: b.Seq[lo:hi], Logits: b.Logits[lo:hi], Blocks: b.Blocks}
 			n, err := e.chunk(&chunk, picks, toks, logits, r)
 			if err != nil {
 				return fmt.Errorf("decode: cuda: %w", err)
@@ -613,6 +640,11 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 		}
 		e.tiles, e.tileRows = len(tiles), rows
 		if err := e.in.Write(4*int64(l.tiles), cuda.AsBytes(e.hostIn[l.tiles:l.tiles+len(table)])); err != nil {
+			return 0, err
+		}
+	}
+	if e.paged != nil {
+		if err := e.writeTables(b); err != nil {
 			return 0, err
 		}
 	}

@@ -127,10 +127,15 @@ func (e *GPUEngine) qkvAttention(l, B int, x kernels.DevF32) error {
 	if err := e.op(l, "attn_norm+qkv+rope+cache_store", func() error {
 		return d.MatVecFused(kernels.MatVecOp{
 			Segs: []kernels.MatVecSeg{{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]}, {W: w.mats[model.AttnK], Y: k, Bias: w.vecs[model.AttnKBias]}, {W: w.mats[model.AttnV], Y: v, Bias: w.vecs[model.AttnVBias]}},
-			X:    x, Norm: w.vecs[model.AttnNorm], Eps: m.RMSEps, Rope: e.rope[l],
+			X:    x, Norm: w.vecs[model.AttnNorm], Eps: m.RMSEps, Rope: e.epilogue(l),
 		})
 	}); err != nil {
 		return err
+	}
+	if e.paged != nil {
+		if err := e.op(l, "rope+cache_store", func() error { return e.ropeStore(l, q, k, v) }); err != nil {
+			return err
+		}
 	}
 	return e.op(l, "attention", func() error { return e.attention(l, B) })
 }
@@ -181,7 +186,7 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "rope+cache_store", func() error { return d.RopeStore(e.rope[l].StoreOp(q, k, v)) }); err != nil {
+	if err := e.op(l, "rope+cache_store", func() error { return e.ropeStore(l, q, k, v) }); err != nil {
 		return err
 	}
 	if err := e.op(l, "attention", func() error { return e.attention(l, B) }); err != nil {
@@ -214,6 +219,9 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 // pieces of at most gpuMaxBatch rows (the partial results' scratch holds
 // that many).
 func (e *GPUEngine) attention(l, B int) error {
+	if e.paged != nil {
+		return e.attentionPaged(l, B)
+	}
 	s := &e.s
 	if wide(B) && e.prefill {
 		return e.dev.AttentionPrefill(kernels.AttentionPrefillOp{Cache: e.kv[l], Q: s.q.Slice(0, B), Out: s.att.Slice(0, B), Heads: e.m.Heads,

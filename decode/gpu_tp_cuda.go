@@ -68,6 +68,9 @@ func NewTPGPUEngine(m *model.Model, opts TPGPUOptions) (*TPGPUEngine, error) {
 	if err := gpuSupports(m, opts.Preview); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
+	if opts.Paged {
+		return nil, fmt.Errorf("decode: cuda: the tensor-parallel engine keeps the f32 KV cache: %w", model.ErrUnsupported)
+	}
 	lib, err := nccl.Open(opts.NCCLLib)
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

@@ -33,6 +33,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "kv.cuh"
 #include "overlap.cuh"
 
 #define PF_THREADS 128 // four warps
@@ -73,13 +74,9 @@ template <> struct KVElem<__half> {
   static __device__ __forceinline__ uint4 half(const Chunk &c) { return c.a; }
 };
 
-// kv_row is the one place the cache is addressed: the row of position pos
-// of sequence seq (kvdim values, every KV head) in a cache laid out
-// [maxSeqs][ctx][kvdim]. A paged cache replaces this function.
-template <typename T>
-static __device__ __forceinline__ const T *kv_row(const T *cache, int seq, int pos, int ctx, int kvdim) {
-  return cache + ((size_t)seq * ctx + pos) * kvdim;
-}
+// The cache is addressed only through kv.cuh: an addressing A (KVFlat for
+// the per-slot f32 cache, KVPaged for the paged pool) names the cell of a
+// position, whose row of kvdim values (every KV head) is kv_at's.
 
 // pack2 rounds two f32 values to one f16x2 register, lo in the low half
 // (the smaller column of a fragment).
@@ -130,19 +127,20 @@ template <int D, int BN> struct PrefillCfg {
   static_assert(BN * CH % PF_THREADS == 0, "every thread stages the same number of chunks");
 };
 
-// attention_prefill<T, D, BN, QREG>: grid (chunks, tiles, kvHeads) with
+// attention_prefill<T, A, D, BN, QREG>: grid (chunks, tiles, kvHeads) with
 // chunks = ceil(maxRows·G / PF_M), PF_THREADS threads, prefill shared
 // memory of (4·BN + (QREG ? 0 : PF_M))·(D+8)·2 bytes: two stages of K and
 // V tiles, and the queries (with QREG they sit in the second stage until
 // they are in registers, so their region must fit there: PF_M ≤ 2·BN).
 // A tile whose fields are out of range (rows outside 1..maxRows or past
 // the batch, a sequence outside the cache, positions outside the context)
-// is skipped: its rows are left as they were.
-template <typename T, int D, int BN, bool QREG>
+// is skipped: its rows are left as they were. A position whose cell is -1
+// (a block id outside a paged pool) reads as zeros.
+template <typename T, typename A, int D, int BN, bool QREG>
 static __device__ __forceinline__ void attention_prefill(const float *__restrict__ q, float *__restrict__ out,
                                                          const T *__restrict__ kc, const T *__restrict__ vc,
                                                          const int *__restrict__ tiles, int batch, int heads,
-                                                         int kvHeads, int headDim, int ctx, int maxSeqs,
+                                                         int kvHeads, int headDim, const A addr,
                                                          int maxRows, float scaleLog2) {
   using C = PrefillCfg<D, BN>;
   using E = KVElem<T>;
@@ -160,8 +158,7 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
   const int row0 = tiles[4 * ti], rows = tiles[4 * ti + 1], seq = tiles[4 * ti + 2], pos0 = tiles[4 * ti + 3];
   const int G = heads / kvHeads, kvdim = kvHeads * headDim;
   const int m0 = chunk * PF_M, mrows = rows * G;
-  if (rows < 1 || rows > maxRows || row0 < 0 || row0 > batch - rows || seq < 0 || seq >= maxSeqs || pos0 < 0 ||
-      pos0 > ctx - rows || m0 >= mrows)
+  if (rows < 1 || rows > maxRows || row0 < 0 || row0 > batch - rows || !addr.covers(seq, pos0, rows) || m0 >= mrows)
     return;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int last = pos0 + (min(m0 + PF_M, mrows) - 1) / G; // the block's last position
@@ -180,7 +177,8 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
 #pragma unroll
     for (int i = 0; i < C::STAGE; i++) {
       const int c = tid + i * PF_THREADS, r = c / C::CH, e = (c % C::CH) * 8, p = j * BN + r;
-      kv[i] = p <= last && e < headDim ? E::load(kv_row(x, seq, p, ctx, kvdim) + (size_t)kvh * headDim + e) : E::zero();
+      const long long cell = p <= last && e < headDim ? addr.cell(seq, p) : -1;
+      kv[i] = cell >= 0 ? E::load(kv_at(x, cell, kvdim) + (size_t)kvh * headDim + e) : E::zero();
     }
   };
   auto put = [&](__half *buf) {
@@ -346,8 +344,21 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
       NAME(const float *__restrict__ q, float *__restrict__ out, const T *__restrict__ kc,                     \
            const T *__restrict__ vc, const int *__restrict__ tiles, int batch, int heads, int kvHeads,         \
            int headDim, int ctx, int maxSeqs, int maxRows, float scaleLog2) {                                  \
-    attention_prefill<T, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim, ctx, maxSeqs, \
-                                      maxRows, scaleLog2);                                                     \
+    attention_prefill<T, KVFlat, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,           \
+                                              KVFlat{ctx, maxSeqs}, maxRows, scaleLog2);                      \
+  }
+
+// The paged f16 pool's kernels (kv.cuh): the same walk, the pool's
+// parameters in place of ctx and maxSeqs.
+#define ATTENTION_PREFILL_PAGED(NAME, D, BN, QREG, MINB)                                                       \
+  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB)                                               \
+      NAME(const float *__restrict__ q, float *__restrict__ out, const __half *__restrict__ kc,                \
+           const __half *__restrict__ vc, const int *__restrict__ tiles, int batch, int heads, int kvHeads,    \
+           int headDim, const int *__restrict__ tables, int tableCols, int blockSize, int blocks, int maxSeqs, \
+           int maxRows, float scaleLog2) {                                                                     \
+    attention_prefill<__half, KVPaged, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,     \
+                                                    KVPaged{kv_pool(tables, tableCols, blockSize, blocks, maxSeqs)}, \
+                                                    maxRows, scaleLog2);                                       \
   }
 
 #define PF_BN_64 64
@@ -356,6 +367,9 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
 ATTENTION_PREFILL(attention_prefill_f32_64, float, 64, PF_BN_64, true, 2)
 ATTENTION_PREFILL(attention_prefill_f32_128, float, 128, PF_BN_128, true, 2)
 ATTENTION_PREFILL(attention_prefill_f32_256, float, 256, PF_BN_256, false, 1)
+ATTENTION_PREFILL_PAGED(attention_prefill_pf16_64, 64, PF_BN_64, true, 2)
+ATTENTION_PREFILL_PAGED(attention_prefill_pf16_128, 128, PF_BN_128, true, 2)
+ATTENTION_PREFILL_PAGED(attention_prefill_pf16_256, 256, PF_BN_256, false, 1)
 
 // prefill_shared is the extent, in bytes, of the shared memory the
 // kernel for D indexes: four K/V tiles, and the queries' region (at the

@@ -31,7 +31,8 @@ func prefillWalk(dim int) (bn int, qreg bool) {
 
 // prefillKernelNames are the kernels of attention_prefill.fatbin.
 func prefillKernelNames() []string {
-	return []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256", "attention_prefill_layout"}
+	return []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256",
+		"attention_prefill_pf16_64", "attention_prefill_pf16_128", "attention_prefill_pf16_256", "attention_prefill_layout"}
 }
 
 // prefillShared is the dynamic shared memory of the kernel for heads of up

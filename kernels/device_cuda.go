@@ -54,6 +54,7 @@ var kernelNames = map[string][]string{
 	"ops_arch":  opsArchKernels(),
 
 	"attention_prefill": prefillKernelNames(),
+	"attention_paged":   pagedKernelNames(),
 	"sample_mask":       {"sample_mask"},
 }
 

@@ -1,0 +1,135 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"llmserve/internal/cuda"
+)
+
+// DevKVPool is one layer's paged KV pool on the device (kv.cuh): K and V
+// each [Blocks][BlockSize][KVHeads*HeadDim] f16, and the block table
+// Tables, [MaxSeqs][TableCols] int32 block ids, row s for sequence slot s
+// (shared by every layer; the engine uploads it with a step's inputs).
+type DevKVPool struct {
+	KVPoolLayout
+	K, V   cuda.DevPtr
+	Tables cuda.DevPtr
+}
+
+// pagedKernelNames are the kernels of attention_paged.fatbin.
+func pagedKernelNames() []string {
+	return []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
+		"attention_part_pf16_8", "attention_part_pf16_16", "kv_pool_cells"}
+}
+
+func (p DevKVPool) check(op string) error {
+	if err := p.KVPoolLayout.check(op); err != nil {
+		return err
+	}
+	if p.K == 0 || p.V == 0 || p.Tables == 0 || p.K%16 != 0 || p.V%16 != 0 || p.Tables%4 != 0 {
+		return fmt.Errorf("kernels: %s: pool at %#x and %#x, table at %#x (want 16-byte aligned pools, a 4-byte aligned table)",
+			op, uint64(p.K), uint64(p.V), uint64(p.Tables))
+	}
+	return nil
+}
+
+// poolArgs are kv_pool's parameters: tables, tableCols, blockSize, blocks, maxSeqs.
+func (p DevKVPool) poolArgs() []cuda.Arg {
+	return []cuda.Arg{cuda.P(p.Tables), cuda.I(p.TableCols), cuda.I(p.BlockSize), cuda.I(p.Blocks), cuda.I(p.MaxSeqs)}
+}
+
+// KVStorePaged writes k[b, :] and v[b, :] (B × KVDim), rounded to f16, to
+// the cell of position pos[b] of slot seq[b]; tokens whose cell is
+// outside the pool (seq < 0: padding) are skipped.
+func (d *Device) KVStorePaged(p DevKVPool, k, v DevF32, pos, seq DevI32) error {
+	if err := p.check("kv_store_pf16"); err != nil {
+		return err
+	}
+	if k.Cols != p.KVDim() || v.Cols != k.Cols || v.Rows != k.Rows || pos.Len != k.Rows || seq.Len != k.Rows || k.Rows < 1 {
+		return fmt.Errorf("kernels: kv_store_pf16: k %d×%d, v %d×%d, %d positions, %d seqs, pool width %d",
+			k.Rows, k.Cols, v.Rows, v.Cols, pos.Len, seq.Len, p.KVDim())
+	}
+	args := append([]cuda.Arg{cuda.P(k.Ptr), cuda.P(v.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(p.KVDim())}, p.poolArgs()...)
+	return d.launch("kv_store_pf16", cuda.Dim3{X: k.Rows}, cuda.Dim3{X: 128}, 0, args...)
+}
+
+// RopeStorePagedOp is RopeStoreOp over a paged f16 pool: the queries are
+// rotated in place, the keys rotated and written with the values to each
+// token's cell.
+type RopeStorePagedOp struct {
+	Pool         DevKVPool
+	Q, K, V      DevF32
+	QNorm, KNorm DevF32
+	Eps          float32
+	Pos, Seq     DevI32
+	Rope         RopeParams
+}
+
+// RopeStorePaged runs op in one launch.
+func (d *Device) RopeStorePaged(op RopeStorePagedOp) error {
+	p, r := op.Pool, op.Rope
+	if err := p.check("rope_store_pf16"); err != nil {
+		return err
+	}
+	// The shapes are RopeStoreOp's; its check takes a cache of the same heads.
+	flat := RopeStoreOp{Cache: DevKVCache{K: p.K, V: p.V, MaxSeqs: p.MaxSeqs, Ctx: p.Ctx(), KVHeads: p.KVHeads, HeadDim: p.HeadDim},
+		Q: op.Q, K: op.K, V: op.V, QNorm: op.QNorm, KNorm: op.KNorm, Eps: op.Eps, Pos: op.Pos, Seq: op.Seq, Rope: r}
+	if err := flat.check(); err != nil {
+		return fmt.Errorf("kernels: rope_store_pf16: %w", err)
+	}
+	args := append([]cuda.Arg{cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(p.K), cuda.P(p.V),
+		cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr),
+		cuda.I(r.Heads), cuda.I(p.KVHeads), cuda.I(r.HeadDim), cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)),
+		cuda.F(op.Eps)}, p.poolArgs()...)
+	return d.launch("rope_store_pf16", cuda.Dim3{X: op.Q.Rows, Y: r.Heads + p.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0, args...)
+}
+
+// AttentionPaged is Attention over a paged f16 pool: for each token b and
+// head h, the softmax(q·K/√HeadDim) weighted sum of V over positions
+// 0..pos[b] of slot seq[b], f32 throughout but for the cache's values; q
+// and out are B × heads*HeadDim. Tokens whose cell is outside the pool
+// (padding) get zeros. scratch holds AttentionPagedScratch floats at
+// least. The splits are merged by attention.cu's attention_merge.
+func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32) error {
+	if err := p.check("attention_pf16"); err != nil {
+		return err
+	}
+	if heads < 1 || heads%p.KVHeads != 0 || heads/p.KVHeads > MaxGroup || q.Cols != heads*p.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
+		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
+		return fmt.Errorf("kernels: attention_pf16: q %d×%d, out %d×%d, %d heads over %d KV heads of %d (at most %d per KV head), %d positions, %d seqs",
+			q.Rows, q.Cols, out.Rows, out.Cols, heads, p.KVHeads, p.HeadDim, MaxGroup, pos.Len, seq.Len)
+	}
+	if need := AttentionPagedScratch(p.KVPoolLayout, q.Rows, heads); scratch.Len() < need {
+		return fmt.Errorf("kernels: attention_pf16: scratch of %d floats, need %d", scratch.Len(), need)
+	}
+	splits := pagedSplits(p.KVPoolLayout)
+	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
+	group := heads / p.KVHeads
+	tile := attentionPagedTile(p.HeadDim, group)
+	args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale), cuda.I(tile)}, p.poolArgs()...)
+	if err := d.launch("attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits},
+		cuda.Dim3{X: 128}, attentionPagedShared(tile, p.HeadDim, group), args...); err != nil {
+		return err
+	}
+	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(p.HeadDim, 32)}, 0,
+		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(p.HeadDim),
+		cuda.I(splits), cuda.I(p.Ctx()), cuda.I(p.MaxSeqs))
+}
+
+// KVPoolCells writes, for each query i, the device's kv_cell of slot
+// seq[i] and position pos[i] (-1 outside the pool) to out[i] (int64
+// values, as many as the queries): the device side of the layout test.
+func (d *Device) KVPoolCells(p DevKVPool, seq, pos DevI32, out cuda.DevPtr) error {
+	if p.Tables == 0 || p.TableCols < 1 || p.BlockSize < 1 || seq.Len != pos.Len || seq.Len < 1 || out == 0 || out%8 != 0 {
+		return fmt.Errorf("kernels: kv_pool_cells: table at %#x of %d columns, blocks of %d, %d slots and %d positions, out at %#x",
+			uint64(p.Tables), p.TableCols, p.BlockSize, seq.Len, pos.Len, uint64(out))
+	}
+	args := append([]cuda.Arg{cuda.P(seq.Ptr), cuda.P(pos.Ptr), cuda.P(out), cuda.I(seq.Len)}, p.poolArgs()...)
+	return d.launch("kv_pool_cells", cuda.Dim3{X: ceilDiv(seq.Len, 128)}, cuda.Dim3{X: 128}, 0, args...)
+}

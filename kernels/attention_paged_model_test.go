@@ -1,0 +1,100 @@
+package kernels
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// pagedWalk models attention_part_pf16's walk for a token at position p of
+// slot seq: splits split the positions 0..p into ranges of
+// ceil((p+1)/splits), each walked in tiles of tile rows, row j of a tile
+// copied from the cell of its own position (kv_cell, a tile may cross
+// blocks) in chunks of 8 values. It returns the cells read, in order, and
+// each chunk's element offset into the pool (for alignment).
+func pagedWalk(l KVPoolLayout, tables []int32, seq, p, kvh, tile int) (cells []int64, chunks []int64) {
+	splits := pagedSplits(l)
+	if l.CellOffset(tables, seq, p) < 0 {
+		return nil, nil
+	}
+	for split := 0; split < splits; split++ {
+		per := (p + splits) / splits
+		t0 := min(split*per, p+1)
+		t1 := min(t0+per, p+1)
+		for tt := t0; tt < t1; tt += tile {
+			n := min(tile, t1-tt)
+			for c := 0; c < n*l.HeadDim/8; c++ {
+				j, e := c/(l.HeadDim/8), 8*(c%(l.HeadDim/8))
+				cell := l.CellOffset(tables, seq, tt+j)
+				if e == 0 {
+					cells = append(cells, cell)
+				}
+				if cell >= 0 {
+					chunks = append(chunks, cell*int64(l.KVDim())+int64(kvh*l.HeadDim+e))
+				}
+			}
+		}
+	}
+	return cells, chunks
+}
+
+// TestPagedAttentionWalk checks, on the Go model of the decode kernel's
+// walk, that a token at position p reads the cells of positions 0..p of
+// its own sequence each exactly once and in order (the cells its block
+// table names, across block boundaries), never a cell of another
+// sequence, and only 16-byte aligned chunks of f16 values; for blocks of
+// 1, 16 and 64 cells, heads of 8, 64, 128 and 256 values, the tile the
+// launch takes and sequences of 1..3 blocks and a partial one.
+func TestPagedAttentionWalk(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	checked := 0
+	for _, bs := range []int{1, 16, 64} {
+		for _, hd := range []int{8, 64, 128, 256} {
+			for _, group := range []int{1, 8} {
+				const seqs, cols = 3, 4
+				l := KVPoolLayout{MaxSeqs: seqs, TableCols: cols, BlockSize: bs, Blocks: seqs*cols + 2, KVHeads: 2, HeadDim: hd, Elem: KVPoolF16}
+				tables := make([]int32, l.TableLen())
+				for i, b := range rng.Perm(l.Blocks)[:len(tables)] {
+					tables[i] = int32(b)
+				}
+				tile := attentionPagedTile(hd, group)
+				if tile < 1 || tile > 32 || attentionPagedShared(tile, hd, group) > 48*1024-256 {
+					t.Fatalf("head %d, group %d: tile %d, %d bytes of shared memory", hd, group, tile, attentionPagedShared(tile, hd, group))
+				}
+				for _, p := range []int{0, bs - 1, bs, 2*bs - 1, 2 * bs, 3*bs + bs/2} {
+					if p >= l.Ctx() {
+						continue
+					}
+					seq := 1
+					cells, chunks := pagedWalk(l, tables, seq, p, 1, tile)
+					if len(cells) != p+1 {
+						t.Fatalf("blocks of %d, head %d, position %d: %d rows read, want %d", bs, hd, p, len(cells), p+1)
+					}
+					for pos, c := range cells {
+						if want := int64(tables[seq*cols+pos/bs])*int64(bs) + int64(pos%bs); c != want {
+							t.Fatalf("blocks of %d, head %d, position %d: row %d read cell %d, want %d", bs, hd, p, pos, c, want)
+						}
+					}
+					for _, off := range chunks {
+						if off%8 != 0 {
+							t.Fatalf("head %d: a chunk at element %d is not 16-byte aligned", hd, off)
+						}
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no walk checked")
+	}
+	t.Logf("%d walks checked", checked)
+}
+
+func TestPagedSplits(t *testing.T) {
+	for _, c := range []struct{ cols, bs, want int }{{1, 1, 1}, {1, 16, 1}, {2, 16, 2}, {4, 32, 8}, {64, 64, 64}, {1000, 16, 64}} {
+		l := KVPoolLayout{TableCols: c.cols, BlockSize: c.bs}
+		if got := pagedSplits(l); got != c.want {
+			t.Errorf("context %d: %d splits, want %d", l.Ctx(), got, c.want)
+		}
+	}
+}

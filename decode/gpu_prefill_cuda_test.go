@@ -62,10 +62,13 @@ func TestGPUPrefill(t *testing.T) {
 		for _, preview := range []bool{false, true} {
 			// The preview kernels round the prompt's attention operands to
 			// f16 (as llama.cpp's f16 cache does): the tolerance of the
-			// golden tests against llama.cpp for F16 weights, 1e-4, at least.
+			// golden tests against llama.cpp for F16 weights, 1e-4, at
+			// least, and against the steps of 64 (f32 attention) what an
+			// f16 cache costs these models beside the f32 one
+			// (TestGoldenKVTypes measured up to 2.2e-4 on the device): 5e-4.
 			tol, same := tol, 1e-6
 			if preview {
-				tol, same = max(tol, 1e-4), 1e-4
+				tol, same = max(tol, 1e-4), 5e-4
 			}
 			e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true, Preview: preview})
 			all := forwardAll(t, e, toks, 0)

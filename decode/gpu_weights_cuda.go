@@ -110,7 +110,7 @@ func uploadWeights(ctx *cuda.Context, m *model.Model, context int, reserve int64
 			return kernels.DevMatrix{}
 		}
 		mx := kernels.DevMatrix{Type: t.Type, Rows: t.Rows(), Cols: int(t.Dims[0])}
-		if product && kernels.Widens(mx.Type, mx.Cols) {
+		if product && kernels.StoresWide(mx.Type, mx.Rows, mx.Cols) {
 			mx.Wide = true
 			rb, _ := mx.RowBytes()
 			mx.Ptr = a.place(arenaPart{data: t.Data, wide: &mx}, int64(mx.Rows)*rb)

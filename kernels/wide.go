@@ -25,6 +25,13 @@ func Widens(t gguf.Type, cols int) bool {
 	return (t == gguf.TypeQ6_K || t == gguf.TypeQ8_0) && cols > 0 && cols%256 == 0
 }
 
+// StoresWide says whether an engine stores a product's t matrix of rows ×
+// cols values in the wide layout: where it has one and the 8-bit products,
+// the layout's only readers, take the matrix at every batch size (they
+// read rows in pairs, so an odd number of rows, as a vocabulary of 261,
+// stays as stored).
+func StoresWide(t gguf.Type, rows, cols int) bool { return rows%2 == 0 && Widens(t, cols) }
+
 // wideQ6KBlock is the stride of a Q6_K block in the wide layout.
 const wideQ6KBlock = 224
 

@@ -51,13 +51,9 @@ type GPUOptions struct {
 	// tokens (whose sums do not depend on the batch) instead of the
 	// tensor-core products, which sum in another order.
 	Deterministic bool
-	// Preview also runs the kernels not yet verified on a device: the
-	// tensor-core products of the types beyond Q4_0, Q8_0, Q4_K and Q5_K
-	// (Q6_K among them) and of F16/BF16 weights, the inputs of the products
-	// computed as they are rounded, prompt attention on the tensor
-	// cores, and the constrained rows picked on the device with their
-	// masks (sample_mask.cu, PicksMasks). The environment variable
-	// LLMSERVE_GPU_PREVIEW=1 turns it on too.
+	// Preview also runs what has not yet run on a device: the
+	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
+	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
@@ -106,8 +102,8 @@ type GPUEngine struct {
 	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn, picked, then (with masks) the masked picks and the masks
 	hostIn []uint32                // the step inputs as layout places them
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
-	// masks says whether constrained rows are picked on the device
-	// (GPUOptions.Preview): sample_mask applies the masks of the flagged
+	// masks says whether constrained rows are picked on the device:
+	// sample_mask applies the masks of the flagged
 	// rows before sample. hostMask stages them ([gpuMaxBatch][2*maskWords(Vocab)]
 	// words; nil without masks), maskAt is their word offset in e.in.
 	masks    bool
@@ -192,7 +188,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err := buckets.Validate(); err != nil {
 		return nil, fmt.Errorf("decode: cuda: graph buckets %v: %w", opts.Buckets, err)
 	}
-	if err := gpuSupports(m, opts.Preview); err != nil {
+	if err := gpuSupports(m); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
@@ -206,7 +202,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
-		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: opts.Preview}
+		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: true}
 	if opts.MatMulMin > 0 {
 		e.matMulMin = opts.MatMulMin
 	}
@@ -352,7 +348,7 @@ func (e *GPUEngine) init() error {
 	if e.masks {
 		e.s.maskPicks, e.s.masks = at(inWords+M), at(e.maskAt)
 	}
-	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
+	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := range m.Layers {
@@ -386,8 +382,7 @@ func (e *GPUEngine) alloc(name string, size int64) (*cuda.Buffer, error) {
 func (e *GPUEngine) VocabSize() int { return e.m.Vocab }
 
 // PicksMasks reports whether ForwardPick applies the masks of constrained
-// picks (MaskPicker): with GPUOptions.Preview only, until sample_mask.cu
-// has run on a device.
+// picks (MaskPicker): always on this engine.
 func (e *GPUEngine) PicksMasks() bool { return e.masks }
 
 // applies says whether the device picks with p: a pick with a mask needs

@@ -13,18 +13,12 @@ import (
 
 // gpuSupports refuses a model whose forward pass the GPU engine cannot
 // run: neither its fused llama layer (gpuFuses) nor the executor of the
-// description (gpuExecutes, with the preview kernels only) takes it.
-func gpuSupports(m *model.Model, preview bool) error {
+// description (gpuExecutes) takes it.
+func gpuSupports(m *model.Model) error {
 	if gpuFuses(m) == nil {
 		return nil
 	}
-	if err := gpuExecutes(m); err != nil {
-		return err
-	}
-	if !preview {
-		return gpuRefusal(m, "the executor of the description (its kernels have not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it)")
-	}
-	return nil
+	return gpuExecutes(m)
 }
 
 // gpuRefusal is the error of a pass the GPU engine does not run.

@@ -84,13 +84,7 @@ func TestGPUSupports(t *testing.T) {
 		case c.fusedWhy != "" && (!errors.Is(fused, model.ErrUnsupported) || !strings.Contains(fused.Error(), c.fusedWhy)):
 			t.Errorf("%s: fused layer err = %v, want ErrUnsupported naming %q", c.rel, fused, c.fusedWhy)
 		}
-		if c.fusedWhy != "" && c.refuseWhy == "" {
-			// The executor runs with the preview kernels only.
-			if err := gpuSupports(m, false); !errors.Is(err, model.ErrUnsupported) || !strings.Contains(err.Error(), "LLMSERVE_GPU_PREVIEW") {
-				t.Errorf("%s: without preview err = %v, want ErrUnsupported naming LLMSERVE_GPU_PREVIEW", c.rel, err)
-			}
-		}
-		err := gpuSupports(m, true)
+		err := gpuSupports(m)
 		switch {
 		case c.refuseWhy == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.rel, err)

@@ -51,13 +51,9 @@ type GPUOptions struct {
 	// tokens (whose sums do not depend on the batch) instead of the
 	// tensor-core products, which sum in another order.
 	Deterministic bool
-	// Preview also runs the kernels not yet verified on a device: the
-	// tensor-core products of the types beyond Q4_0, Q8_0, Q4_K and Q5_K
-	// (Q6_K among them) and of F16/BF16 weights, the inputs of the products
-	// computed as they are rounded, prompt attention on the tensor
-	// cores, and the constrained rows picked on the device with their
-	// masks (sample_mask.cu, PicksMasks). The environment variable
-	// LLMSERVE_GPU_PREVIEW=1 turns it on too.
+	// Preview also runs what has not yet run on a device: the
+	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
+	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
@@ -66,7 +62,7 @@ type GPUOptions struct {
 	// Paged keeps the KV cache in a paged pool of f16 cells (kv.cuh)
 	// instead of one f32 region per slot: BlockSize tokens a block (0:
 	// DefaultBlockSize), as many blocks as KVMemory bytes hold (0: room for
-	// MaxSeqs contexts). It needs Preview; NewPagedGPUEngine opens an
+	// MaxSeqs contexts). NewPagedGPUEngine opens an
 	// engine the scheduler drives in its paged mode.
 	Paged     bool
 	BlockSize int
@@ -87,14 +83,14 @@ var _ [gpuMaxBatch - MaxBucket]struct{}
 // tensor-core products, and compute the logits of their wanted rows only.
 const gpuMaxStep = 512
 
-// gpuMatMulMin is the default smallest step on the tensor-core products:
-// the steps over gpuMaxBatch only, for now. On the H200 with a 1B Q4_K_M
-// model, decode steps of 16 and 32 tokens ran at 6185 and 4565 tok/s on
-// the matrix-vector kernels and 2500 and 4546 on the tensor-core products
-// (LLMSERVE_MATMUL_MIN): their tiles of 64 weight rows give a 2048-row
-// matrix 32 blocks for 132 multiprocessors, and the Q6_K matrices fall
-// back to the matrix-vector kernels in chunks of 64 rows.
-const gpuMatMulMin = gpuMaxBatch + 1
+// gpuMatMulMin is the default smallest step on the tensor-core products.
+// On the H200 (docs/PERFORMANCE.md, LLMSERVE_MATMUL_MIN), with the narrow
+// batch tiles and the k range split over the multiprocessors, 8B Q4_K_M
+// decoded B=16/32/64 at 1696/2339/3183 tok/s on them against 1340/1641/1858
+// on the matrix-vector kernels, 1B at 5624/7991/11333 against
+// 5502/7239/8837; at B=8 the matrix-vector kernels stay ahead (1B: 3739
+// against 3204).
+const gpuMatMulMin = 16
 
 // GPUEngine runs the forward pass of a model on a CUDA device. Weights stay
 // in their GGUF types; activations and the KV cache are f32. A step's inputs
@@ -114,8 +110,8 @@ type GPUEngine struct {
 	in     *cuda.Buffer            // step inputs and picked tokens, laid out as hostIn, picked, then (with masks) the masked picks and the masks
 	hostIn []uint32                // the step inputs as layout places them
 	picked []int32                 // [gpuMaxBatch] tokens the step picked, read back
-	// masks says whether constrained rows are picked on the device
-	// (GPUOptions.Preview): sample_mask applies the masks of the flagged
+	// masks says whether constrained rows are picked on the device:
+	// sample_mask applies the masks of the flagged
 	// rows before sample. hostMask stages them ([gpuMaxBatch][2*maskWords(Vocab)]
 	// words; nil without masks), maskAt is their word offset in e.in.
 	masks    bool
@@ -201,11 +197,8 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err := buckets.Validate(); err != nil {
 		return nil, fmt.Errorf("decode: cuda: graph buckets %v: %w", opts.Buckets, err)
 	}
-	if err := gpuSupports(m, opts.Preview); err != nil {
+	if err := gpuSupports(m); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
-	}
-	if opts.Paged && !opts.Preview {
-		return nil, fmt.Errorf("decode: cuda: the paged f16 KV pool has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it")
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
 		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (a multiple of 4, at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)
@@ -218,7 +211,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
-		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: opts.Preview}
+		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: true}
 	if opts.MatMulMin > 0 {
 		e.matMulMin = opts.MatMulMin
 	}
@@ -379,7 +372,7 @@ func (e *GPUEngine) init() error {
 	if e.masks {
 		e.s.maskPicks, e.s.masks = at(inWords+M), at(e.maskAt)
 	}
-	e.prefill = e.opts.Preview && !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
+	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
 	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
 	for l := 0; l < len(m.Layers) && e.paged == nil; l++ {
@@ -413,8 +406,7 @@ func (e *GPUEngine) alloc(name string, size int64) (*cuda.Buffer, error) {
 func (e *GPUEngine) VocabSize() int { return e.m.Vocab }
 
 // PicksMasks reports whether ForwardPick applies the masks of constrained
-// picks (MaskPicker): with GPUOptions.Preview only, until sample_mask.cu
-// has run on a device.
+// picks (MaskPicker): always on this engine.
 func (e *GPUEngine) PicksMasks() bool { return e.masks }
 
 // applies says whether the device picks with p: a pick with a mask needs

@@ -52,7 +52,7 @@ func TestGPUExecGoldenArch(t *testing.T) {
 		tol := goldenArchTolerance(name)
 		eager := map[string][]float32{}
 		for _, graphs := range []bool{false, true} {
-			e := openGPU(t, m, GPUOptions{Context: 64, MaxSeqs: 3, Graphs: graphs, Preview: true})
+			e := openGPU(t, m, GPUOptions{Context: 64, MaxSeqs: 3, Graphs: graphs})
 			if e.exec == nil {
 				t.Fatal("the engine runs the fused layer")
 			}
@@ -97,7 +97,7 @@ func TestGPUExecPrompt(t *testing.T) {
 		toks, want := cpuPrompt(t, m, n, 128)
 		tol := goldenArchTolerance(name)
 		for _, graphs := range []bool{false, true} {
-			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs, Preview: true})
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs})
 			all := forwardAll(t, e, toks, 0)
 			if err := nmse.Of(all, want); !(err <= tol) && !routingFlips(t, name, all, want, V, tol) {
 				t.Errorf("graphs=%v, every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, err, tol)
@@ -140,7 +140,7 @@ func TestGPUExecSynth(t *testing.T) {
 				defer cpu.Close()
 				toks := prefillTokens(80, cpu.VocabSize())
 				want := forwardAll(t, cpu, toks, 0)
-				e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true, Preview: true})
+				e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true})
 				if e.exec == nil {
 					t.Fatal("the engine runs the fused layer")
 				}
@@ -196,7 +196,7 @@ func TestGPUExecLongRoPE(t *testing.T) {
 				}
 				want := forwardAll(t, cpu, goldenTokens, 0)
 				cpu.Close()
-				e := openGPU(t, &m, GPUOptions{Context: ctx, MaxSeqs: 2, Graphs: true, Preview: true})
+				e := openGPU(t, &m, GPUOptions{Context: ctx, MaxSeqs: 2, Graphs: true})
 				for _, r := range []struct {
 					how string
 					got []float32

@@ -87,20 +87,18 @@ func TestGPUGraphCheck(t *testing.T) {
 }
 
 // TestGPUGraphCheckMatMul runs the graph check with the tensor-core
-// products in every step (MatMulMin 1), with and without the preview
-// kernels: each bucket's graph must give the eager launches' bits.
+// products in every step (MatMulMin 1): each bucket's graph must give the
+// eager launches' bits.
 func TestGPUGraphCheckMatMul(t *testing.T) {
 	for _, name := range []string{"tiny-llama-Q4_K_M", "tiny-llama-Q8_0", "tiny-llama-F16", "tiny-qwen2-Q4_K_M"} {
 		m := loadModel(t, "golden/"+name+".gguf")
-		for _, preview := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/preview=%v", name, preview), func(t *testing.T) {
-				e := openGPU(t, m, GPUOptions{Context: 64, GraphCheck: true, MatMulMin: 1, Preview: preview})
-				stepwise(t, e, goldenTokens, stepSizes)
-				if g := e.GraphStats(); g.Replays != uint64(len(stepSizes)) {
-					t.Errorf("%d replays, want %d", g.Replays, len(stepSizes))
-				}
-			})
-		}
+		t.Run(name, func(t *testing.T) {
+			e := openGPU(t, m, GPUOptions{Context: 64, GraphCheck: true, MatMulMin: 1})
+			stepwise(t, e, goldenTokens, stepSizes)
+			if g := e.GraphStats(); g.Replays != uint64(len(stepSizes)) {
+				t.Errorf("%d replays, want %d", g.Replays, len(stepSizes))
+			}
+		})
 	}
 }
 

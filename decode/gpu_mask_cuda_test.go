@@ -36,7 +36,7 @@ func allowedOf(rng *rand.Rand, kind string, vocab int) []int32 {
 }
 
 // TestGPUMaskedPick checks the constrained rows the engine picks with
-// their masks (GPUOptions.Preview) against the host sampler under the same
+// their masks against the host sampler under the same
 // constraint and draw over the same logits, on the 288-token golden model
 // and a synthetic one of the 128256-token llama-bpe vocabulary: greedy and
 // sampled rows, masks that allow everything, one token, nothing (the row
@@ -74,10 +74,10 @@ func TestGPUMaskedPick(t *testing.T) {
 		t.Run(mc.name, func(t *testing.T) {
 			m := mc.m(t)
 			rows := mc.rows
-			opts := GPUOptions{Context: 64, MaxSeqs: len(rows), Graphs: true, Preview: true}
+			opts := GPUOptions{Context: 64, MaxSeqs: len(rows), Graphs: true}
 			e, ref := openGPU(t, m, opts), openGPU(t, m, opts)
 			if !e.PicksMasks() {
-				t.Fatal("the engine with Preview applies no masks")
+				t.Fatal("the engine applies no masks")
 			}
 			V := e.VocabSize()
 			rng := rand.New(rand.NewPCG(uint64(V), 1))
@@ -209,7 +209,7 @@ func TestGPUSchedulerMasked(t *testing.T) {
 	reqs := []SamplerParams{{}, {Temperature: 1, TopK: 40, Seed: 3}, {Temperature: 0.7, TopP: 0.9, MinP: 0.05, Seed: 4}, {Temperature: 0.9, Seed: 5}}
 	constrained := []bool{true, true, true, false}
 	run := func(hide bool) ([]result, *maskCounter) {
-		c := &maskCounter{GPUEngine: openGPU(t, m, GPUOptions{Context: 256, MaxSeqs: 4, Graphs: true, Preview: true, Deterministic: true}), hide: hide}
+		c := &maskCounter{GPUEngine: openGPU(t, m, GPUOptions{Context: 256, MaxSeqs: 4, Graphs: true, Deterministic: true}), hide: hide}
 		s := startSchedulerVocab(t, c, tokVocab{tok}, SchedulerConfig{MaxQueue: 8})
 		out := make([]result, len(reqs))
 		var wg sync.WaitGroup

@@ -140,9 +140,7 @@ type PagedGPUEngine struct {
 	*GPUEngine
 }
 
-// NewPagedGPUEngine opens a GPUEngine with opts.Paged set. The pool's
-// kernels have not run on a device yet: it needs opts.Preview (or
-// LLMSERVE_GPU_PREVIEW=1).
+// NewPagedGPUEngine opens a GPUEngine with opts.Paged set.
 func NewPagedGPUEngine(m *model.Model, opts GPUOptions) (*PagedGPUEngine, error) {
 	opts.Paged = true
 	e, err := NewGPUEngine(m, opts)

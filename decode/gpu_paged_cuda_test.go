@@ -3,7 +3,6 @@
 package decode
 
 import (
-	"os"
 	"slices"
 	"testing"
 
@@ -57,8 +56,8 @@ func TestGPUPagedGolden(t *testing.T) {
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
 		const ctx = 256
-		flat := openGPU(t, m, GPUOptions{Context: ctx, MaxSeqs: 2, Preview: true})
-		paged := openPagedGPU(t, m, GPUOptions{Context: ctx, MaxSeqs: 2, Preview: true, BlockSize: 16})
+		flat := openGPU(t, m, GPUOptions{Context: ctx, MaxSeqs: 2})
+		paged := openPagedGPU(t, m, GPUOptions{Context: ctx, MaxSeqs: 2, BlockSize: 16})
 		l := paged.KVLayout()
 		if l.K != KVF16 || l.V != KVF16 || l.Blocks != 2*ctx/16 {
 			t.Fatalf("pool %+v, want f16 blocks of 16 for 2 contexts of %d", l, ctx)
@@ -120,7 +119,7 @@ func promptLast(t *testing.T, e Engine, toks []int32) []float32 {
 func TestGPUPagedGraphCheck(t *testing.T) {
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
-		opts := GPUOptions{Context: 64, Preview: true, BlockSize: 16}
+		opts := GPUOptions{Context: 64, BlockSize: 16}
 		eager := openPagedGPU(t, m, opts)
 		want := stepwise(t, eager, goldenTokens, stepSizes)
 		opts.GraphCheck = true
@@ -157,7 +156,7 @@ func gpuPagedScheduler(t *testing.T, opts GPUOptions, cfg SchedulerConfig) *Sche
 // position) and give the tokens and log-probs of a cold run, bit for bit.
 func TestGPUPagedPrefixCache(t *testing.T) {
 	const bs = 16
-	opts := GPUOptions{Context: 128, MaxSeqs: 2, BlockSize: bs, Preview: true, Deterministic: true, Graphs: true}
+	opts := GPUOptions{Context: 128, MaxSeqs: 2, BlockSize: bs, Deterministic: true, Graphs: true}
 	s := gpuPagedScheduler(t, opts, SchedulerConfig{MaxQueue: 8})
 	cold := gpuPagedScheduler(t, opts, SchedulerConfig{MaxQueue: 8, NoPrefixCache: true})
 	first := Request{Prompt: storiesTokens(50), MaxTokens: 20, IgnoreEOS: true, Sampling: SamplerParams{Logprobs: true}}
@@ -198,7 +197,7 @@ func TestGPUPagedExhaustion(t *testing.T) {
 			reqs[i].Prompt = storiesTokens(35)
 		}
 	}
-	opts := GPUOptions{Context: ctx, MaxSeqs: 8, BlockSize: bs, Preview: true, Deterministic: true, Graphs: true}
+	opts := GPUOptions{Context: ctx, MaxSeqs: 8, BlockSize: bs, Deterministic: true, Graphs: true}
 	want := runAll(t, gpuPagedScheduler(t, opts, SchedulerConfig{MaxQueue: 64, StepTokens: 64}), reqs)
 	l, err := gpuKVLayout(loadModel(t, "models/stories260K.gguf"), ctx, 1, bs, 0)
 	if err != nil {
@@ -219,14 +218,3 @@ func TestGPUPagedExhaustion(t *testing.T) {
 	}
 }
 
-// TestGPUPagedRefuses checks that the pool needs the preview kernels.
-func TestGPUPagedRefuses(t *testing.T) {
-	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
-		t.Skip("LLMSERVE_GPU_PREVIEW=1 turns Preview on")
-	}
-	m := loadModel(t, "golden/tiny-llama-F32.gguf")
-	if e, err := NewPagedGPUEngine(m, GPUOptions{Context: 64}); err == nil {
-		e.Close()
-		t.Error("a paged engine without Preview: no error")
-	}
-}

@@ -42,8 +42,7 @@ var deterministicTypes = map[string]bool{
 }
 
 // TestGPUPrefill runs a 300-token prompt through the GPU engine on every
-// golden model, with and without the preview kernels, and compares it with
-// the CPU engine: with every row's
+// golden model and compares it with the CPU engine: with every row's
 // logits wanted (steps of 64 wanted rows, on the tensor-core products), as
 // one step with the last row's logits only (the output projection of that
 // row alone), as that step beside single tokens of two other sequences,
@@ -58,46 +57,40 @@ func TestGPUPrefill(t *testing.T) {
 		tol := gpuCPUTolerance(name)
 		last := want[(n-1)*V:]
 
-		var out []float32
-		for _, preview := range []bool{false, true} {
-			// The preview kernels round the prompt's attention operands to
-			// f16 (as llama.cpp's f16 cache does): the tolerance of the
-			// golden tests against llama.cpp for F16 weights, 1e-4, at
-			// least, and against the steps of 64 (f32 attention) what an
-			// f16 cache costs these models beside the f32 one
-			// (TestGoldenKVTypes measured up to 2.2e-4 on the device): 5e-4.
-			tol, same := tol, 1e-6
-			if preview {
-				tol, same = max(tol, 1e-4), 5e-4
-			}
-			e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true, Preview: preview})
-			all := forwardAll(t, e, toks, 0)
-			if err := nmse.Of(all, want); !(err <= tol) {
-				t.Errorf("every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-			}
-
-			// The prompt again in sequence 1 with its last row wanted, beside
-			// one token of sequence 2 whose logits are wanted too.
-			var b Batch
-			for i, tok := range toks {
-				b.Add(tok, int32(i), 1, i == n-1)
-			}
-			b.Add(toks[0], 0, 2, true)
-			out = make([]float32, 2*V)
-			if err := e.Forward(&b, out); err != nil {
-				t.Fatal(err)
-			}
-			if err := nmse.Of(out[:V], last); !(err <= tol) {
-				t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-			}
-			if err := nmse.Of(out[:V], all[(n-1)*V:]); !(err <= same) {
-				t.Errorf("one step, last row wanted: NMSE %.3g vs the rows of steps of 64", err)
-			}
-			if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
-				t.Errorf("a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", err, tol)
-			}
-			t.Logf("preview=%v: NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", preview, nmse.Of(all, want), nmse.Of(out[:V], last), tol)
+		// The prompt's attention rounds its operands to f16 (as llama.cpp's
+		// f16 cache does): the tolerance of the golden tests against
+		// llama.cpp for F16 weights, 1e-4, at least, and against the steps
+		// of 64 (f32 attention) what an f16 cache costs these models beside
+		// the f32 one (TestGoldenKVTypes measured up to 2.2e-4 on the
+		// device): 5e-4.
+		ptol, same := max(tol, 1e-4), 5e-4
+		e := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 3, Graphs: true})
+		all := forwardAll(t, e, toks, 0)
+		if err := nmse.Of(all, want); !(err <= ptol) {
+			t.Errorf("every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, ptol)
 		}
+
+		// The prompt again in sequence 1 with its last row wanted, beside
+		// one token of sequence 2 whose logits are wanted too.
+		var b Batch
+		for i, tok := range toks {
+			b.Add(tok, int32(i), 1, i == n-1)
+		}
+		b.Add(toks[0], 0, 2, true)
+		out := make([]float32, 2*V)
+		if err := e.Forward(&b, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := nmse.Of(out[:V], last); !(err <= ptol) {
+			t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, ptol)
+		}
+		if err := nmse.Of(out[:V], all[(n-1)*V:]); !(err <= same) {
+			t.Errorf("one step, last row wanted: NMSE %.3g vs the rows of steps of 64", err)
+		}
+		if err := nmse.Of(out[V:], want[:V]); !(err <= ptol) {
+			t.Errorf("a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", err, ptol)
+		}
+		t.Logf("NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", nmse.Of(all, want), nmse.Of(out[:V], last), ptol)
 		// Deterministic mode: the prompt in one batch and token by token
 		// give the same bits, on the types the 8-bit matrix-vector kernels
 		// read (the others' f32 sums depend on the batch size).
@@ -107,7 +100,6 @@ func TestGPUPrefill(t *testing.T) {
 		}
 		d := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 2, Graphs: true, Deterministic: true})
 		batched := forwardAll(t, d, toks[:100], 0)
-		var b Batch
 		for i, tok := range toks[:100] {
 			b.Reset()
 			b.Add(tok, int32(i), 1, true)
@@ -124,30 +116,9 @@ func TestGPUPrefill(t *testing.T) {
 	})
 }
 
-// verifiedKernel says whether a kernel the engine launches without
-// GPUOptions.Preview is one that has passed its tests on a device: no
-// preview family (mmq_prep, mmh, the prompt attention, the executor's
-// ops_arch kernels) and mmq only for the verified layouts.
-func verifiedKernel(name string) bool {
-	for _, p := range []string{"mmq_prep", "mmh_", "attention_prefill", "attention_arch", "moe_", "glu_act", "softcap_f32", "scale_f32", "copy_cols"} {
-		if strings.HasPrefix(name, p) {
-			return false
-		}
-	}
-	if strings.HasPrefix(name, "mmq_") && name != "mmq_quantize" {
-		for _, k := range []string{"mmq_q4_0_", "mmq_q8_0_", "mmq_q8_0_wide_", "mmq_q4_k_", "mmq_q5_k_"} {
-			if strings.HasPrefix(name, k) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
-}
-
 // TestGPUProfilePrompt profiles one 100-token prompt step: the layers run
 // the tensor-core sequence of operations, only the wanted row reaches the
-// output projection, and (without the preview) only verified kernels run.
+// output projection, and the prompt's attention runs on the tensor cores.
 func TestGPUProfilePrompt(t *testing.T) {
 	m := loadModel(t, "golden/tiny-qwen2-Q4_K_M.gguf")
 	e := openGPU(t, m, GPUOptions{Context: 128, Graphs: true})
@@ -168,8 +139,8 @@ func TestGPUProfilePrompt(t *testing.T) {
 	ops := map[string]bool{}
 	for _, k := range ts {
 		ops[k.Op] = true
-		if !verifiedKernel(k.Kernel) {
-			t.Errorf("without the preview, the prompt step launched %s (op %s), a kernel not yet verified on a device", k.Kernel, k.Op)
+		if k.Op == "attention" && !strings.HasPrefix(k.Kernel, "attention_prefill") {
+			t.Errorf("the prompt's attention ran %s, not the tensor-core prefill", k.Kernel)
 		}
 		if !(k.Micros > 0) || k.Kernel == "" {
 			t.Errorf("launch %+v: no kernel name or no time", k)
@@ -192,7 +163,7 @@ func TestGPUProfilePrompt(t *testing.T) {
 	if err := e.Forward(&b, next); err != nil {
 		t.Fatal(err)
 	}
-	ref := openGPU(t, m, GPUOptions{Context: 128, Preview: e.opts.Preview})
+	ref := openGPU(t, m, GPUOptions{Context: 128})
 	b.Reset()
 	for i, tok := range toks {
 		b.Add(tok, int32(i), 0, false)

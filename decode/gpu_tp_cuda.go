@@ -65,7 +65,7 @@ func NewTPGPUEngine(m *model.Model, opts TPGPUOptions) (*TPGPUEngine, error) {
 	if err := plan.Check(m); err != nil {
 		return nil, err
 	}
-	if err := gpuSupports(m, opts.Preview); err != nil {
+	if err := gpuSupports(m); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
 	}
 	if opts.Paged {

@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"slices"
 
 	"llmserve/internal/cuda"
 )
@@ -21,8 +20,7 @@ import (
 // (one launch, mmq_prep); F16 and BF16 matrices run on the 16-bit
 // tensor-core kernels (mmh.cu) and the others on the matrix-vector kernels
 // in chunks of MaxBatch rows, both from the input as f32, written to Temp
-// (B × Cols) first when it is not X itself. Preview says which of these
-// kernels may run.
+// (B × Cols) first when it is not X itself.
 type MatMulsOp struct {
 	Segs         []MatVecSeg
 	X            DevF32
@@ -33,14 +31,6 @@ type MatMulsOp struct {
 	Scratch      cuda.DevPtr
 	ScratchBytes int64
 	Temp         DevF32
-	// Preview also runs the kernels not yet verified on a device: the
-	// int8 products of the types beyond mmqVerified, the narrow and
-	// converted tiles and the split products (mmqProductVariant), the
-	// 16-bit products, and the input computed as it is rounded
-	// (mmq_prep). Without it those matrices run on the matrix-vector
-	// kernels, the int8 products in the baseline tiles unsplit, and the
-	// input is written to Temp first.
-	Preview bool
 }
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
@@ -85,7 +75,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	x := op.X
 	// The input goes to Temp as f32 first unless every matrix runs on the
 	// int8 products and mmq_prep may compute it as it rounds it.
-	f32 := !op.Preview
+	f32 := false
 	for _, s := range op.Segs {
 		f32 = f32 || op.path(s.W) != pathInt8
 	}
@@ -111,7 +101,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				}
 				quantized = true
 			}
-			if err := d.mmqProduct(mm, op.Preview); err != nil {
+			if err := d.mmqProduct(mm); err != nil {
 				return err
 			}
 		case pathHalf:
@@ -143,16 +133,12 @@ const (
 	pathHalf                     // mmh.cu
 )
 
-// mmqVerified are the mmq layouts whose kernels have passed their tests on
-// a device; the others run with Preview only.
-var mmqVerified = []string{"q4_0", "q8_0", "q8_0_wide", "q4_k", "q5_k"}
-
 // path is where op runs a product with w.
 func (op *MatMulsOp) path(w DevMatrix) matMulPath {
 	switch kind := mmqKind(w); {
-	case kind != "" && (op.Preview || slices.Contains(mmqVerified, kind)):
+	case kind != "":
 		return pathInt8
-	case op.Preview && matMulHalfSupports(w):
+	case matMulHalfSupports(w):
 		return pathHalf
 	}
 	return pathMatVec
@@ -176,12 +162,9 @@ func prepMode(op MatMulsOp) int {
 }
 
 // prep computes op's input and rounds it into op.Scratch in one launch:
-// mmq_prep with Preview, else (plain input only) mmq_quantize.
+// mmq_quantize for X as it is, mmq_prep for a normalized or SwiGLU input.
 func (d *Device) prep(op MatMulsOp, mode int) error {
-	if !op.Preview {
-		if mode != prepPlain {
-			return fmt.Errorf("kernels: matmuls: input mode %d needs Preview", mode)
-		}
+	if mode == prepPlain {
 		return d.mmqQuantize(op.X, op.Scratch)
 	}
 	B, cols := op.X.Rows, op.X.Cols
@@ -227,23 +210,8 @@ func rowsOf(t DevF32, lo, n int) DevF32 {
 }
 
 // mmqProduct launches the product of op (checked) on activations already
-// rounded into op.Scratch (prep), as mmqProductVariant says.
-func (d *Device) mmqProduct(op MatMulOp, preview bool) error {
+// rounded into op.Scratch (prep), as MatMul runs it (mmqDefault).
+func (d *Device) mmqProduct(op MatMulOp) error {
 	kind := mmqKind(op.W)
-	return d.mmqLaunch(op, kind, mmqProductVariant(kind, op.X.Rows, preview))
-}
-
-// mmqProductVariant is how MatMuls runs a product of B rows of layout
-// kind: as MatMul does (mmqDefault) with preview; without it on the
-// kernels verified on a device only, the baseline tiles (64×64 up to
-// B = 64, then mmqTileFor's) unsplit, since the narrow tiles, the split
-// and mmq_reduce have not run on one yet.
-func mmqProductVariant(kind string, B int, preview bool) mmqVariant {
-	switch {
-	case preview:
-		return mmqDefault(kind, B)
-	case B <= 64:
-		return mmqVariant{tile: mmqTiles[0], parts: 1}
-	}
-	return mmqVariant{tile: mmqTileFor(kind, B), parts: 1}
+	return d.mmqLaunch(op, kind, mmqDefault(kind, op.X.Rows))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"testing"
 	"unsafe"
@@ -223,25 +222,6 @@ func mmqTestVariants() []mmqVariant {
 		out = append(out, mmqVariant{t, 1}, mmqVariant{t, 3})
 	}
 	return append(out, mmqVariant{})
-}
-
-// TestMatMulsVerifiedVariant checks that MatMuls without Preview runs its
-// int8 products only in the tiles verified on a device (the baseline
-// 64×64, 64×128 and 128×128, unconverted) and unsplit, at every batch of a
-// step, and with Preview as MatMul does. It needs no device.
-func TestMatMulsVerifiedVariant(t *testing.T) {
-	baseline := mmqTiles[:3]
-	for _, k := range mmqKinds {
-		for B := 1; B <= 600; B++ {
-			v := mmqProductVariant(k.name, B, false)
-			if v.parts != 1 || !slices.Contains(baseline, v.tile) {
-				t.Fatalf("%s at B=%d without Preview: %v, want a baseline tile (%v) unsplit", k.name, B, v, baseline)
-			}
-			if got, want := mmqProductVariant(k.name, B, true), mmqDefault(k.name, B); got != want {
-				t.Fatalf("%s at B=%d with Preview: %v, want MatMul's %v", k.name, B, got, want)
-			}
-		}
-	}
 }
 
 func (v mmqVariant) String() string {

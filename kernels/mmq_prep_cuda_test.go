@@ -11,7 +11,7 @@ import (
 	"llmserve/gguf"
 )
 
-// TestGPUMatMulsInputs checks MatMuls, with and without Preview, with each input mode (X, RMSNorm(X)
+// TestGPUMatMulsInputs checks MatMuls with each input mode (X, RMSNorm(X)
 // scaled, SwiGLU of X and Up) against the f64 product of the dequantized
 // weights with the same input computed on the host, on a Q8_0 matrix (the
 // int8 tensor-core path, input computed as it is rounded), an F32 one (the
@@ -34,9 +34,8 @@ func TestGPUMatMulsInputs(t *testing.T) {
 		}
 		for _, B := range []int{1, 7, 65, 130} {
 			for _, mode := range []string{"plain", "norm", "glu"} {
-				for _, c := range []struct{ acc, preview bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-					acc := c.acc
-					t.Run(fmt.Sprintf("%v/B%d/%s/accumulate=%v/preview=%v", typ, B, mode, acc, c.preview), func(t *testing.T) {
+				for _, acc := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%v/B%d/%s/accumulate=%v", typ, B, mode, acc), func(t *testing.T) {
 						x, up, norm, y0 := randF32(rng, B*cols), randF32(rng, B*cols), randF32(rng, cols), randF32(rng, B*rows)
 						in := matMulsInput(mode, x, up, norm, B, cols)
 						want := make([]float64, B*rows)
@@ -58,7 +57,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 							Y = g.poisoned(B, rows)
 						}
 						scratch := g.poisoned(1, int(MatMulsScratchBytes(B, cols)/4))
-						op := MatMulsOp{Segs: []MatVecSeg{{W: w, Y: Y}}, X: X, Accumulate: acc, Preview: c.preview,
+						op := MatMulsOp{Segs: []MatVecSeg{{W: w, Y: Y}}, X: X, Accumulate: acc,
 							Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4, Temp: g.poisoned(B, cols)}
 						switch mode {
 						case "norm":
@@ -77,8 +76,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 							return
 						}
 						y2 := g.poisoned(B, rows)
-						mm := MatMulOp{W: w, X: g.f32(x, B, cols), Y: y2, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}
-						if err := dev.matMul(mm, mmqProductVariant(mmqKind(w), B, c.preview)); err != nil {
+						if err := dev.MatMul(MatMulOp{W: w, X: g.f32(x, B, cols), Y: y2, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}); err != nil {
 							t.Fatal(err)
 						}
 						if n := bitsDiffer32(got, read(t, y2)); n != 0 {

@@ -69,8 +69,7 @@ type SampleMasks struct {
 }
 
 // SampleMasked is Sample with the rows whose flag is set picked among the
-// tokens their mask allows (sample_mask.cu, not yet run on a device: the
-// engine uses it with GPUOptions.Preview only). The logits of those rows
+// tokens their mask allows (sample_mask.cu). The logits of those rows
 // are changed in place: -Inf where the mask bans a token or the logit is
 // NaN, the largest float for +Inf, as the host's constrained pick reads
 // them. A masked row with no finite logit left gets -1 (so does a row

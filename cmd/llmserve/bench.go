@@ -28,7 +28,7 @@ func benchCmd(args []string) error { return benchTo(os.Stdout, args) }
 func benchTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked through the grammar's masks on the\ndevice where the engine applies them (the GPU engine with LLMSERVE_GPU_PREVIEW=1), else\non the host, the rest as the server picks them; each ctg line says which. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile] [-ctk T -ctv T]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked through the grammar's masks on the\ndevice where the engine applies them (the GPU engine with LLMSERVE_GPU_PREVIEW=1), else\non the host, the rest as the server picks them; each ctg line says which. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
 		fs.PrintDefaults()
 	}
 	var path string
@@ -46,6 +46,12 @@ func benchTo(w io.Writer, args []string) error {
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
 	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
+	for _, n := range []string{"ctk", "cache-type-k"} {
+		fs.Func(n, "KV cache `type` for keys: f16, q8_0 or f32 (GPU: -ctk f16 -ctv f16 measure the paged f16 pool)", kvTypeFlag(&ec.CacheTypeK))
+	}
+	for _, n := range []string{"ctv", "cache-type-v"} {
+		fs.Func(n, "KV cache `type` for values: f16, q8_0 or f32", kvTypeFlag(&ec.CacheTypeV))
+	}
 	addTPFlags(fs, &ec.TP)
 	schemaPath := fs.String("json-schema", "", "also run constrained by the JSON schema in `file` (as response_format json_schema)")
 	grammarPath := fs.String("grammar", "", "also run constrained by the GBNF grammar in `file`")
@@ -343,4 +349,15 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// kvTypeFlag parses a cache type flag into dst.
+func kvTypeFlag(dst *decode.KVType) func(string) error {
+	return func(v string) error {
+		t, err := decode.ParseKVType(v)
+		if err == nil {
+			*dst = t
+		}
+		return err
+	}
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"llmserve/decode"
 	"llmserve/model"
@@ -25,10 +24,10 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 		warn(fmt.Sprintf("-tp %d: the tensor-parallel engine is experimental: eager steps of at most 64 tokens, logits gathered on the host", c.TP.Ranks))
 		return e, nil
 	}
-	if c.CacheTypeK == decode.KVF16 && c.CacheTypeV == decode.KVF16 && os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
-		// -ctk f16 -ctv f16 with the preview kernels: the paged f16 pool,
-		// sized by --kv-block-size and --kv-memory as on the CPU.
-		o.Preview, o.Paged, o.BlockSize, o.KVMemory = true, true, c.KVBlock, c.KVMemory
+	if c.CacheTypeK == decode.KVF16 && c.CacheTypeV == decode.KVF16 {
+		// -ctk f16 -ctv f16: the paged f16 pool, sized by --kv-block-size
+		// and --kv-memory as on the CPU.
+		o.Paged, o.BlockSize, o.KVMemory = true, c.KVBlock, c.KVMemory
 		return decode.NewPagedGPUEngine(m, o)
 	}
 	return decode.NewGPUEngine(m, o)

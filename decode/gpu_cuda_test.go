@@ -37,10 +37,15 @@ func openGPU(t testing.TB, m *model.Model, opts GPUOptions) *GPUEngine {
 // both compute in f32 from exactly dequantized weights for float types; the
 // CPU rounds activations to 8 bits before quantized dot products.
 func gpuCPUTolerance(name string) float64 {
-	for _, s := range []string{"F32", "F16", "BF16"} {
-		if strings.HasSuffix(name, s) {
-			return 1e-5
-		}
+	switch {
+	case strings.HasSuffix(name, "BF16"):
+		// From 16 tokens a step runs on the 16-bit tensor cores, which
+		// round a BF16 model's inputs to bf16 (8 mantissa bits, as
+		// llama.cpp's cuBLAS path does): measured 1.2e-5 on the golden
+		// prompt; the golden tolerance against llama.cpp.
+		return 1e-4
+	case strings.HasSuffix(name, "F32"), strings.HasSuffix(name, "F16"):
+		return 1e-5
 	}
 	return 2e-3
 }

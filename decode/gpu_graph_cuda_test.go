@@ -206,7 +206,8 @@ func TestGPUCaptureFallback(t *testing.T) {
 
 // TestGPUGraphDump captures buckets 1 and 16 with a dump folder and checks
 // the DOT files, the capture log lines and their node counts against the
-// launches of a profiled step.
+// launches of a profiled step of the bucket's size (bucket 16 runs on the
+// tensor-core products, bucket 1 on the matrix-vector kernels).
 func TestGPUGraphDump(t *testing.T) {
 	m := loadModel(t, "golden/tiny-qwen2-F32.gguf")
 	dir := t.TempDir()
@@ -219,13 +220,15 @@ func TestGPUGraphDump(t *testing.T) {
 		t.Fatalf("%d capture log lines, want 2: %q", len(info), info)
 	}
 	line := regexp.MustCompile(`^cuda graph of batch bucket (\d+): (\d+) nodes, captured in [0-9.]+ ms, instantiated in [0-9.]+ ms$`)
-	var b Batch
-	b.Add(goldenTokens[0], 0, 0, true)
-	prof, err := e.ProfileStep(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, bucket := range []int{1, 16} {
+		var b Batch
+		for j, tok := range goldenTokens[:bucket] {
+			b.Add(tok, int32(j), 1, j == bucket-1)
+		}
+		prof, err := e.ProfileStep(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Logf("%s", info[i])
 		mm := line.FindStringSubmatch(info[i])
 		if mm == nil || mm[1] != strconv.Itoa(bucket) {
@@ -280,7 +283,7 @@ func TestGPUProfileStep(t *testing.T) {
 			want = append(want, fmt.Sprintf("%d %s", l, op))
 		}
 	}
-	want = append(want, "-1 output_norm+output", "-1 sample")
+	want = append(want, "-1 output_norm+output", "-1 sample", "-1 sample") // sample_mask, sample
 	var got []string
 	var share float64
 	for _, k := range ts {
@@ -342,7 +345,7 @@ func TestGPUProfileSynth1B(t *testing.T) {
 			}
 		}
 		t.Logf("%d launches, %.0f µs, matrix products %.0f%%", len(ts), total, 100*matvec/total)
-		if want := 1 + 16*6 + 2; len(ts) != want { // 6 per layer: llama's rotation runs inside the Q/K/V product
+		if want := 1 + 16*6 + 3; len(ts) != want { // 6 per layer: llama's rotation runs inside the Q/K/V product; output, sample_mask, sample
 			t.Errorf("%d launches, want %d", len(ts), want)
 		}
 		for _, k := range ts {

@@ -4,6 +4,7 @@ package decode
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"llmserve/gguf"
@@ -67,7 +68,7 @@ func TestGPUPagedGolden(t *testing.T) {
 			t.Helper()
 			e := nmse.Of(got, want)
 			t.Logf("%s: NMSE %.3g paged against f32", what, e)
-			if bound := kvLogitsTolerance(KVF16, name); !(e <= bound) {
+			if bound := pagedBound(name); !(e <= bound) {
 				t.Errorf("%s: NMSE %.3g paged against f32 exceeds %.0e", what, e, bound)
 			}
 		}
@@ -218,3 +219,16 @@ func TestGPUPagedExhaustion(t *testing.T) {
 	}
 }
 
+
+// pagedBound is the NMSE the logits over the paged f16 pool may reach
+// against the f32 cache's: what the CPU engine's f16 cache may differ from
+// its f32 one (kvLogitsTolerance), but for BF16 weights, whose inputs the
+// 16-bit tensor-core products round to bf16 from 16 tokens on, which turns
+// the cache's rounding into steps of 8 mantissa bits now and then
+// (measured 4.2e-6 on the golden prompt).
+func pagedBound(name string) float64 {
+	if strings.HasSuffix(name, "BF16") {
+		return 1e-5
+	}
+	return kvLogitsTolerance(KVF16, name)
+}

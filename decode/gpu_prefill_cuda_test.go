@@ -163,13 +163,20 @@ func TestGPUProfilePrompt(t *testing.T) {
 	if err := e.Forward(&b, next); err != nil {
 		t.Fatal(err)
 	}
+	// The reference runs the same two steps through Forward: the prompt
+	// (its attention on the f16 prefill kernel) and the token (decode
+	// attention over the f32 cache).
 	ref := openGPU(t, m, GPUOptions{Context: 128})
 	b.Reset()
 	for i, tok := range toks {
-		b.Add(tok, int32(i), 0, false)
+		b.Add(tok, int32(i), 0, i == len(toks)-1)
 	}
-	b.Add(1, 100, 0, true)
 	want := make([]float32, e.VocabSize())
+	if err := ref.Forward(&b, want); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.Add(1, 100, 0, true)
 	if err := ref.Forward(&b, want); err != nil {
 		t.Fatal(err)
 	}

@@ -57,8 +57,8 @@ type engineConfig struct {
 	// no tensor-core products).
 	Deterministic bool
 	// The KV cache of the CPU engine (the GPU engine keeps f32, one
-	// region per slot, but for -ctk f16 -ctv f16 with the preview kernels:
-	// a paged f16 pool): cell types, tokens per block, pool budget in bytes.
+	// region per slot, but for an explicit -ctk f16 -ctv f16: a paged f16
+	// pool): cell types, tokens per block, pool budget in bytes.
 	CacheTypeK, CacheTypeV decode.KVType
 	KVBlock                int
 	KVMemory               int64
@@ -83,7 +83,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		switch {
 		case err == nil:
 			if _, paged := e.(decode.PagedEngine); !paged && (c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0) {
-				warn("the GPU engine keeps an f32 KV cache of one region per slot (-ctk f16 -ctv f16 with LLMSERVE_GPU_PREVIEW=1: a paged f16 pool): --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
+				warn("the GPU engine keeps an f32 KV cache of one region per slot (-ctk f16 -ctv f16: a paged f16 pool): --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 			}
 			desc := "GPU, CUDA graphs on"
 			switch {

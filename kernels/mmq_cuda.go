@@ -258,19 +258,10 @@ func (d *Device) MatMul(op MatMulOp) error {
 }
 
 // mmqDefault is how MatMul runs a product of B rows of layout kind: in
-// mmqTileFor's tile, split as mmqSplit chooses up to B = mmqSplitMaxB
-// (the decode batches), unsplit past it (prompts) until the benchmark's
-// figures say that splitting pays there too.
+// mmqTileFor's tile, split as mmqSplit chooses.
 func mmqDefault(kind string, B int) mmqVariant {
-	v := mmqVariant{tile: mmqTileFor(kind, B)}
-	if B > mmqSplitMaxB {
-		v.parts = 1
-	}
-	return v
+	return mmqVariant{tile: mmqTileFor(kind, B)}
 }
-
-// mmqSplitMaxB is the largest batch MatMul splits by default.
-const mmqSplitMaxB = 64
 
 // mmqVariant is how a product runs: its tile, and parts, the k range split
 // it asks for (0: mmqSplit's choice; n: n parts, or fewer where the

@@ -20,6 +20,15 @@ const mmqMinPartStages = 4
 // bounds hold on one multiprocessor).
 const mmqWarpsPerSM = 32
 
+// mmqWideBatch is the largest batch a product splits in two parts: past
+// it a grid is split in three parts or more, or not at all. On the H200
+// (BenchmarkGPUMatMul) two parts ran 2–8% slower than one at B = 128 and
+// 512 (e.g. 4096×4096 Q4_K at B = 512: 98.8 against 106.9 TFLOP/s), while
+// mmqSplit's splits of 3 to 16 parts ran those batches 1.1–4.7× faster on
+// narrow grids (1024×4096 Q4_K at B = 512: 72.1 against 38.9; 2048×8192
+// at B = 128: 78.4 against 21.2).
+const mmqWideBatch = 64
+
 // mmqSplit is the split of a product of stages k stages over rows weight
 // rows and B batch rows, whose tile grid has blocks blocks of warps warps,
 // on sms multiprocessors: parts (1: not split) of per stages each (even,
@@ -27,14 +36,18 @@ const mmqWarpsPerSM = 32
 // shorter). It splits only while the grid holds fewer than
 // mmqWarpsPerSM·sms warps, into at most enough parts to reach that, each
 // of at least mmqMinPartStages stages, with the partial sums within
-// mmqSplitBytes.
+// mmqSplitBytes, and past mmqWideBatch in three parts at least.
 func mmqSplit(stages, rows, B, blocks, warps, sms int) (parts, per int) {
 	target := mmqWarpsPerSM * sms
 	if blocks*warps >= target {
 		return 1, stages
 	}
 	want := (target + blocks*warps - 1) / (blocks * warps)
-	return mmqSplitParts(stages, rows, B, want)
+	parts, per = mmqSplitParts(stages, rows, B, want)
+	if parts == 2 && B > mmqWideBatch {
+		return 1, stages
+	}
+	return parts, per
 }
 
 // mmqSplitParts is the split of stages k stages into at most want parts

@@ -26,6 +26,9 @@ func TestMmqSplit(t *testing.T) {
 		{64, 8192, 513, 128, 4, 0, 0},   // the scratch bounds it
 		{2, 64, 1, 1, 2, 1, 2},
 		{5, 64, 1, 1, 2, 0, 0},
+		{32, 4096, 512, 256, 16, 1, 32}, // 8B attention prompt in 64×128 tiles: two parts past B=64 stay one
+		{32, 4096, 64, 256, 16, 2, 16},  // the same grid at B=64 splits in two
+		{32, 1024, 512, 64, 8, 8, 4},    // 8B K/V projection in a prompt: 8 parts
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d-stages/%dx%d/%d-blocks", c.stages, c.rows, c.B, c.blocks), func(t *testing.T) {
@@ -45,6 +48,9 @@ func TestMmqSplit(t *testing.T) {
 				}
 				if c.blocks*c.warps >= mmqWarpsPerSM*sms {
 					t.Errorf("a grid of %d warps split", c.blocks*c.warps)
+				}
+				if parts == 2 && c.B > mmqWideBatch {
+					t.Errorf("B=%d split in two parts", c.B)
 				}
 			}
 		})

@@ -23,7 +23,7 @@ type gpuPaged struct {
 	tables *cuda.Buffer        // the device tables, [MaxSeqs][TableCols] int32
 	host   []int32             // [MaxSeqs*TableCols] staging of tables
 	fixed  [][]int32           // [MaxSeqs][BlocksFor(Context)] each slot's own blocks; nil when the pool is smaller
-	rope   kernels.RopeParams  // the unfused rotation (the fused epilogue writes the f32 cache only)
+	rope   kernels.RopeParams  // the rotation of the steps that run it apart from the Q/K/V product
 }
 
 // pagedLayout sizes the pool of opts (GPUOptions.Paged).
@@ -93,10 +93,11 @@ func (e *GPUEngine) ropeStore(l int, q, k, v kernels.DevF32) error {
 		Pos: kernels.DevI32{Ptr: e.s.pos.Ptr, Len: q.Rows}, Seq: kernels.DevI32{Ptr: e.s.seq.Ptr, Len: q.Rows}, Rope: e.paged.rope})
 }
 
-// epilogue is the rotation fused into block l's Q/K/V product: none when
-// paged (the rotation then runs as a launch of its own).
+// epilogue is the rotation fused into block l's Q/K/V product: none on
+// the paged pool without the preview (the rotation then runs as a launch
+// of its own after the product, ropeStore).
 func (e *GPUEngine) epilogue(l int) *kernels.RopeEpilogue {
-	if e.paged != nil {
+	if l >= len(e.rope) {
 		return nil
 	}
 	return e.rope[l]

@@ -132,7 +132,7 @@ func (e *GPUEngine) qkvAttention(l, B int, x kernels.DevF32) error {
 	}); err != nil {
 		return err
 	}
-	if e.paged != nil {
+	if e.paged != nil && e.epilogue(l) == nil {
 		if err := e.op(l, "rope+cache_store", func() error { return e.ropeStore(l, q, k, v) }); err != nil {
 			return err
 		}

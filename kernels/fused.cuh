@@ -17,6 +17,9 @@
 // depend on the batch it runs in (on the f32 kernels, up to the order of
 // the final sums).
 #pragma once
+#include <cuda_fp16.h>
+
+#include "kv.cuh"
 #include "overlap.cuh"
 #include "quant.cuh"
 #include "reduce.cuh"
@@ -41,13 +44,17 @@ struct MVSeg {
 // (pairs 2i < ropeDim; factors may be null) and written to their outputs;
 // k and v are also written to the cache (kc, vc: [maxSeqs][ctx][kvdim]) at
 // position pos[b] of sequence seq[b] (MVArgs.pos, MVArgs.seq), unless that
-// is padding. It lives in device memory (MVArgs.rope), set up once per
-// layer.
+// is padding. With tables set, kc and vc are instead the K and V cells of
+// a paged f16 pool (kv.cuh: tables, tableCols, blockSize, blocks and
+// maxSeqs address it; ctx is unused), written as rope_store_pf16 writes
+// them. It lives in device memory (MVArgs.rope), set up once per layer.
 struct MVRope {
   float *kc, *vc;
   const float *factors;
   int headDim, ropeDim, kvdim, ctx, maxSeqs;
   float base;
+  const int *tables; // the pool's block tables, or null: the f32 cache
+  int tableCols, blockSize, blocks, pad;
 };
 
 struct MVArgs {
@@ -147,7 +154,16 @@ static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, const MVRo
   }
   float *o = g.y + (size_t)b * g.rows + r;
   o[0] = v0, o[1] = v1;
-  if (s > 0 && sq >= 0 && sq < rp.maxSeqs && p >= 0 && p < rp.ctx) {
+  if (s == 0) return;
+  if (rp.tables != nullptr) {
+    const long long cell = kv_cell(kv_pool(rp.tables, rp.tableCols, rp.blockSize, rp.blocks, rp.maxSeqs), sq, p);
+    if (cell >= 0) {
+      __half *c = kv_at((__half *)(s == 1 ? rp.kc : rp.vc), cell, rp.kvdim) + r;
+      c[0] = __float2half_rn(v0), c[1] = __float2half_rn(v1);
+    }
+    return;
+  }
+  if (sq >= 0 && sq < rp.maxSeqs && p >= 0 && p < rp.ctx) {
     float *c = (s == 1 ? rp.kc : rp.vc) + ((size_t)sq * rp.ctx + p) * rp.kvdim + r;
     c[0] = v0, c[1] = v1;
   }

@@ -69,6 +69,11 @@ type GPUOptions struct {
 	Paged     bool
 	BlockSize int
 	KVMemory  int64
+	// KVShare, when KVMemory is 0, sizes the pool as this share (0 < s ≤
+	// 1) of the device memory left free after the weights and the step
+	// buffers (vLLM's --gpu-memory-utilization, of what the weights
+	// leave); it must hold one context.
+	KVShare float64
 }
 
 // gpuMaxBatch is the largest bucket there may be: the most tokens of a
@@ -239,9 +244,13 @@ func (e *GPUEngine) init() error {
 	// against the device's free memory.
 	kvBytes, err := sizeProduct("KV cache", 2, len(m.Layers), e.opts.MaxSeqs, e.opts.Context, kvDim, 4)
 	if e.opts.Paged {
+		sized := e.opts
+		if sized.KVMemory == 0 && sized.KVShare > 0 {
+			sized.MaxSeqs = 1 // the upload reserves one context; the share sizes the pool after it
+		}
 		var l KVLayout
 		var d kernels.KVPoolLayout
-		if l, d, err = pagedLayout(m, e.opts); err == nil {
+		if l, d, err = pagedLayout(m, sized); err == nil {
 			kvBytes, err = pagedBytes(l, d)
 		}
 	}
@@ -299,6 +308,15 @@ func (e *GPUEngine) init() error {
 		}
 	}
 	if e.opts.Paged {
+		if e.opts.KVMemory == 0 && e.opts.KVShare > 0 {
+			free, _, err := ctx.MemInfo()
+			if err != nil {
+				return err
+			}
+			if e.opts.KVMemory, err = poolShare(free, bufBytes, e.opts.KVShare); err != nil {
+				return err
+			}
+		}
 		if err := e.initPaged(); err != nil {
 			return err
 		}

@@ -73,3 +73,17 @@ func fillDeviceTables(dst []int32, cols int, l KVLayout, b *Batch, fixed [][]int
 	}
 	return nil
 }
+
+// poolShare is the KV pool budget of share (0 < share ≤ 1) of the free
+// device memory after the weights, less the step buffers (bufBytes) that
+// are allocated after the pool.
+func poolShare(free, bufBytes int64, share float64) (int64, error) {
+	if !(share > 0 && share <= 1) {
+		return 0, fmt.Errorf("decode: a KV pool share of %v: want more than 0 and at most 1", share)
+	}
+	avail := free - bufBytes
+	if avail <= 0 {
+		return 0, fmt.Errorf("decode: %d bytes free after the weights, %d needed by the step buffers: no room for a KV pool", free, bufBytes)
+	}
+	return int64(share * float64(avail)), nil
+}

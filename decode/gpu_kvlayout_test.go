@@ -83,3 +83,29 @@ func TestFillDeviceTables(t *testing.T) {
 		t.Errorf("fixed tables: slot 2 block 2 is %d, want 8", dst[2*cols+2])
 	}
 }
+
+// TestPoolShare checks the GPU pool's budget from a share of the memory
+// the weights leave: the share of what the step buffers leave, and clear
+// errors for a share outside (0, 1] or no memory left.
+func TestPoolShare(t *testing.T) {
+	for _, c := range []struct {
+		free, bufs int64
+		share      float64
+		want       int64
+		err        string
+	}{
+		{free: 100 << 30, bufs: 4 << 30, share: 0.5, want: 48 << 30},
+		{free: 10 << 30, bufs: 0, share: 1, want: 10 << 30},
+		{free: 1 << 30, bufs: 2 << 30, share: 0.5, err: "no room"},
+		{free: 1 << 30, bufs: 0, share: 0, err: "more than 0"},
+		{free: 1 << 30, bufs: 0, share: 1.5, err: "at most 1"},
+	} {
+		got, err := poolShare(c.free, c.bufs, c.share)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("poolShare(%d, %d, %v): err %v, want one naming %q", c.free, c.bufs, c.share, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("poolShare(%d, %d, %v) = %d, %v; want %d", c.free, c.bufs, c.share, got, err, c.want)
+		}
+	}
+}

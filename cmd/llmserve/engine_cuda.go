@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"llmserve/decode"
@@ -26,9 +27,20 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 	}
 	if c.CacheTypeK == decode.KVF16 && c.CacheTypeV == decode.KVF16 {
 		// -ctk f16 -ctv f16: the paged f16 pool, sized by --kv-block-size
-		// and --kv-memory as on the CPU.
-		o.Paged, o.BlockSize, o.KVMemory = true, c.KVBlock, c.KVMemory
-		return decode.NewPagedGPUEngine(m, o)
+		// and --kv-memory (bytes, or a share of the memory the weights
+		// leave) as on the CPU.
+		p := o
+		p.Paged, p.BlockSize, p.KVMemory, p.KVShare = true, c.KVBlock, c.KVMemory, c.KVShare
+		e, err := decode.NewPagedGPUEngine(m, p)
+		switch {
+		case err == nil:
+			return e, nil
+		case !errors.Is(err, model.ErrUnsupported):
+			return nil, err
+		}
+		// A model the pool does not take yet (the executor's
+		// architectures) keeps the GPU with its f32 cache.
+		warn(fmt.Sprintf("the paged f16 KV pool does not take this model (%v): the GPU engine keeps an f32 cache of one region per slot", err))
 	}
 	return decode.NewGPUEngine(m, o)
 }

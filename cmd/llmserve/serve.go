@@ -140,7 +140,7 @@ Flags (one or two dashes):
 	str(&o.webuiPath, "webui-path", "", "serve the files of `dir` at / instead of the built-in chat page")
 	str(&o.chatTemplate, "chat-template", "", "chat template to use instead of the model's: a built-in `format` ("+strings.Join(chat.FallbackNames(), ", ")+") or Jinja source (text with {% or {{)")
 	num(&o.kvBlock, "kv-block-size", decode.DefaultBlockSize, "`tokens` per block of the paged KV cache (CPU; GPU with its paged f16 pool)")
-	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
+	fs.Func("kv-memory", "memory `budget` of the paged KV cache shared by all slots: bytes, with a K, M, G suffix, or a share of the available memory such as 40% (CPU: of the machine's; GPU, with -ctk f16 -ctv f16: of the device memory the weights leave; default: --parallel full contexts; at least one)", kvMemoryFlag(&o.kvMemory, &o.kvShare))
 	fs.BoolVar(&o.noPrefixCache, "no-prefix-cache", false, "compute every prompt in full instead of taking cached KV blocks of its prefix from earlier or running requests")
 	addTPFlags(fs, &o.tp)
 	addCompatFlags(fs, o)

@@ -14,7 +14,6 @@ import (
 	"llmserve/model/tokenizer"
 )
 
-
 func openPagedGPU(t testing.TB, m *model.Model, opts GPUOptions) *PagedGPUEngine {
 	t.Helper()
 	e, err := NewPagedGPUEngine(m, opts)
@@ -226,7 +225,6 @@ func TestGPUPagedExhaustion(t *testing.T) {
 		t.Errorf("finished %v, %d blocks still in use, %d preemptions (want some)", m.Finished, m.KVBlocksUsed, m.Preemptions)
 	}
 }
-
 
 // pagedBound is the NMSE the logits over the paged f16 pool may reach
 // against the f32 cache's: what the CPU engine's f16 cache may differ from

@@ -511,7 +511,7 @@ func mmhqModelPipeline(S, stages int) error {
 			return fmt.Errorf("Wh rewritten in the interval that reads it")
 		}
 		whStage, whWritten = s, interval
-		interval++ // __syncthreads
+		interval++                      // __syncthreads
 		if err := read(s); err != nil { // the X tile of stage s
 			return err
 		}

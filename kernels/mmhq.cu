@@ -79,6 +79,11 @@ static __device__ __forceinline__ void mmhq_cp16(void *dst, const void *src, boo
 static __device__ __forceinline__ void mmhq_cp4(void *dst, const void *src, int n) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(mmhq_smem(dst)), "l"(src), "r"(n));
 }
+// mmhq_cp8 copies 8 bytes from global src to shared dst (both 8-byte
+// aligned), or zero-fills them when valid is false (src is then not read).
+static __device__ __forceinline__ void mmhq_cp8(void *dst, const void *src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(mmhq_smem(dst)), "l"(src), "r"(valid ? 8 : 0));
+}
 static __device__ __forceinline__ void mmhq_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void mmhq_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -225,15 +230,17 @@ template <> struct WRaw<T_Q4_K> {
 // nibble p of ql[64n + 32g + l], bits 2(2p+g) of qh[32n + l] on top, less
 // 32, scale 8n + 4p + 2g + l/16 (quant.cuh's Chunk<T_Q6_K> with r = 2p+g).
 // q6_deq8 computes values 8c..8c+7 from the staged ql (64 bytes), qh (32)
-// and the stage's 4 scales, all 2-byte aligned at least.
+// and the stage's 4 scales, 4-byte aligned (A4) or 2-byte aligned.
+template <bool A4>
 static __device__ __forceinline__ void q6_deq8(const uint8_t *ql, const uint8_t *qh, const uint8_t *sc, float d, int s, int c,
                                                float v[8]) {
   const int g = c >> 2, l0 = 8 * (c & 3), p = s & 1;
   const float dd = d * (float)(int8_t)sc[2 * g + (l0 >> 4)];
 #pragma unroll
   for (int i = 0; i < 2; i++) {
-    const uint32_t lo = (ld16x2(ql + 32 * g + l0 + 4 * i) >> (4 * p)) & 0x0F0F0F0Fu;
-    const uint32_t hi = (ld16x2(qh + l0 + 4 * i) >> (2 * (2 * p + g))) & 0x03030303u;
+    const uint8_t *a = ql + 32 * g + l0 + 4 * i, *b = qh + l0 + 4 * i;
+    const uint32_t lo = ((A4 ? ld32(a) : ld16x2(a)) >> (4 * p)) & 0x0F0F0F0Fu;
+    const uint32_t hi = ((A4 ? ld32(b) : ld16x2(b)) >> (2 * (2 * p + g))) & 0x03030303u;
     const uint32_t n = lo | (hi << 4);
 #pragma unroll
     for (int k = 0; k < 4; k++) v[4 * i + k] = dd * b2f(n, k, 32.f);
@@ -241,24 +248,26 @@ static __device__ __forceinline__ void q6_deq8(const uint8_t *ql, const uint8_t 
 }
 
 // Q6_K wide (224-byte blocks: ql, qh, scales, d at 0, 128, 192, 208). A
-// staged row: the half's ql (four 16-byte chunks at 64n), its qh (two at
+// staged row: the half's ql (eight 8-byte chunks at 64n), its qh (four at
 // 128 + 32n), the stage's 4 scales (a word at 192 + 8n + 4p) and d (a word
-// at 208): at 0, 64, 96 and 100.
+// at 208): at 0, 64, 96 and 100, 104 bytes. (8-byte chunks: a stride of
+// 104 rather than the 112 16-byte ones would need lets two blocks of the
+// 128×128 tile share a multiprocessor.)
 template <> struct WRaw<T_Q6_K + MMHQ_WIDE> {
-  static constexpr int stride = 112, pieces = 8;
+  static constexpr int stride = 104, pieces = 14;
   static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
     const int q = s & 3, n = q >> 1, p = q & 1;
     const uint8_t *blk = src + 224 * (s >> 2);
-    if (u < 6) {
-      const int off = u < 4 ? 64 * n + 16 * u : 128 + 32 * n + 16 * (u - 4);
-      mmhq_cp16(dst + 16 * u, valid ? blk + off : src, valid);
+    if (u < 12) {
+      const int off = u < 8 ? 64 * n + 8 * u : 128 + 32 * n + 8 * (u - 8);
+      mmhq_cp8(dst + 8 * u, valid ? blk + off : src, valid);
     } else {
-      const int off = u == 6 ? 192 + 8 * n + 4 * p : 208;
-      mmhq_cp4(dst + 96 + 4 * (u - 6), valid ? blk + off : src, valid ? 4 : 0);
+      const int off = u == 12 ? 192 + 8 * n + 4 * p : 208;
+      mmhq_cp4(dst + 96 + 4 * (u - 12), valid ? blk + off : src, valid ? 4 : 0);
     }
   }
   static __device__ __forceinline__ void deq8(const uint8_t *row, int s, int c, float v[8]) {
-    q6_deq8(row, row + 64, row + 96, h2f(ld16(row + 100)), s, c, v);
+    q6_deq8<true>(row, row + 64, row + 96, h2f(ld16(row + 100)), s, c, v);
   }
 };
 
@@ -286,11 +295,11 @@ template <> struct WRaw<T_Q6_K> {
       off = 208, len = 2, at = 112, w = 0;
     }
   }
-  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
+  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &p) {
     int off, len, at, w;
     section(u, s, off, len, at, w);
     int o = 0, n = 0;
-    const uint8_t *word = src;
+    const uint8_t *word = p.w; // a 4-byte aligned address to name when nothing is read
     if (valid) {
       const uint8_t *f = src + 210 * (s >> 2) + off;
       o = (int)((uintptr_t)f & 3);
@@ -302,7 +311,7 @@ template <> struct WRaw<T_Q6_K> {
   }
   static __device__ __forceinline__ void deq8(const uint8_t *row, int s, int c, float v[8]) {
     const int o = row[obyte];
-    q6_deq8(row + o, row + 68 + o, row + 104 + o, h2f(ld16(row + 112 + o)), s, c, v);
+    q6_deq8<false>(row + o, row + 68 + o, row + 104 + o, h2f(ld16(row + 112 + o)), s, c, v);
   }
 };
 

@@ -82,7 +82,12 @@ var (
 // the same matrix as stored. Large shapes are checked on their first and
 // last rows and 48 random ones, and for unwritten values everywhere.
 func TestGPUMatMulQ16(t *testing.T) {
-	shapes := [][2]int{{100, 256}, {300, 768}, {100, 4096}, {300, 256}, {4160, 4096}, {4160, 768}}
+	var shapes [][2]int
+	for _, rows := range []int{100, 300, 4160} {
+		for _, cols := range []int{256, 768, 4096} {
+			shapes = append(shapes, [2]int{rows, cols})
+		}
+	}
 	maxB := mmhqBatches[len(mmhqBatches)-1]
 	type path struct {
 		name string

@@ -22,7 +22,7 @@ import (
 // may still read it. (The ldmatrix and mma.sync part is mmh.cu's, modelled
 // by mmh_tile_test.go.)
 
-// mmhqModelPiece is one cp.async of WRaw<K>::copy: size bytes (4 or 16)
+// mmhqModelPiece is one cp.async of WRaw<K>::copy: size bytes (4, 8 or 16)
 // into staged-row offset dst from matrix offset src, n of them read (the
 // rest zero-filled; src is not read when n is 0).
 type mmhqModelPiece struct{ dst, src, n, size int }
@@ -66,18 +66,18 @@ func mmhqModelCopy(kind string, row int, valid bool, s, u, cols int) (mmhqModelP
 		q := s & 3
 		n, p := q>>1, q&1
 		blk := row + 224*(s>>2)
-		if u < 6 {
-			off := 64*n + 16*u
-			if u >= 4 {
-				off = 128 + 32*n + 16*(u-4)
+		if u < 12 {
+			off := 64*n + 8*u
+			if u >= 8 {
+				off = 128 + 32*n + 8*(u-8)
 			}
-			return mmhqModelPiece{16 * u, blk + off, n16(valid), 16}, -1
+			return mmhqModelPiece{8 * u, blk + off, 8 * n4(valid) / 4, 8}, -1
 		}
 		off := 208
-		if u == 6 {
+		if u == 12 {
 			off = 192 + 8*n + 4*p
 		}
-		return mmhqModelPiece{96 + 4*(u-6), blk + off, n4(valid), 4}, -1
+		return mmhqModelPiece{96 + 4*(u-12), blk + off, n4(valid), 4}, -1
 	case "q6_k":
 		q := s & 3
 		n, p := q>>1, q&1
@@ -122,8 +122,8 @@ type mmhqModelRow struct {
 // (2, 4, 8 or 16 bytes) or, with align 2, as 2-byte loads (ld16x2): the
 // address must be aligned for it and every byte copied from the matrix.
 func (r *mmhqModelRow) ld(off, width, align int) uint64 {
-	if r.err == nil && (off%align != 0 || off+width > len(r.b)) {
-		r.err = fmt.Errorf("load of %d bytes at %d: want %d-byte aligned within %d", width, off, align, len(r.b))
+	if r.err == nil && (off%align != 0 || len(r.b)%align != 0 || off+width > len(r.b)) {
+		r.err = fmt.Errorf("load of %d bytes at %d of a %d-byte row: want %d-byte aligned within it, rows at %d-byte multiples", width, off, len(r.b), align, align)
 	}
 	var v uint64
 	for i := min(width, 8) - 1; i >= 0; i-- {
@@ -194,17 +194,17 @@ func mmhqModelDeq8(kind string, r *mmhqModelRow, s, c int) [8]float32 {
 			}
 		}
 	case "q6_k", "q6_k_wide":
-		ql, qh, sc, dAt := 0, 64, 96, 100
+		ql, qh, sc, dAt, align := 0, 64, 96, 100, 4 // q6_deq8<true>: 4-byte loads
 		if kind == "q6_k" {
 			o := int(r.ld(mmhqModelObyte, 1, 1))
-			ql, qh, sc, dAt = o, 68+o, 104+o, 112+o
+			ql, qh, sc, dAt, align = o, 68+o, 104+o, 112+o, 2
 		}
 		d := mmhqH2F(r.ld(dAt, 2, 2))
 		g, l0, p := c>>2, 8*(c&3), s&1
 		dd := d * float32(int8(r.ld(sc+2*g+(l0>>4), 1, 1)))
 		for i := 0; i < 2; i++ {
-			lo := (uint32(r.ld(ql+32*g+l0+4*i, 4, 2)) >> (4 * p)) & 0x0F0F0F0F
-			hi := (uint32(r.ld(qh+l0+4*i, 4, 2)) >> (2 * (2*p + g))) & 0x03030303
+			lo := (uint32(r.ld(ql+32*g+l0+4*i, 4, align)) >> (4 * p)) & 0x0F0F0F0F
+			hi := (uint32(r.ld(qh+l0+4*i, 4, align)) >> (2 * (2*p + g))) & 0x03030303
 			n := lo | hi<<4
 			for k := 0; k < 4; k++ {
 				v[4*i+k] = dd * mmhqB2F(n, k, 32)

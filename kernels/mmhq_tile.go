@@ -13,7 +13,7 @@ const mmhqBK = 64
 
 // mmhqKinds are the weight layouts of mmhq.cu, as its kernels name them,
 // with the shared-memory row stride of a stage of raw weights in bytes
-// (WRaw<K>::stride) and the 4- or 16-byte copies that fill a row of it
+// (WRaw<K>::stride) and the 4-, 8- or 16-byte copies that fill a row of it
 // (WRaw<K>::pieces).
 var mmhqKinds = []struct {
 	name           string
@@ -26,7 +26,7 @@ var mmhqKinds = []struct {
 	{"q8_0_wide", gguf.TypeQ8_0, true, 80, 5},
 	{"q4_k", gguf.TypeQ4_K, false, 48, 3},
 	{"q6_k", gguf.TypeQ6_K, false, 120, 29},
-	{"q6_k_wide", gguf.TypeQ6_K, true, 112, 8},
+	{"q6_k_wide", gguf.TypeQ6_K, true, 104, 14},
 }
 
 // mmhqKindOf is the layout of a t matrix of rows × cols values (wide: in

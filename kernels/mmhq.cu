@@ -1,5 +1,5 @@
 // mmhq.cu: matrix-matrix products Y[B×rows] = X[B×cols] · Wᵀ on the 16-bit
-// tensor cores for quantized W (Q4_0, Q8_0, Q4_K and Q6_K as stored, Q8_0
+// tensor cores for quantized W (Q4_0, Q8_0, Q4_K, Q5_K and Q6_K as stored, Q8_0
 // and Q6_K in the wide layout of kernels/wide.go): the weights are
 // dequantized to f16 in shared memory, stage by stage, and multiplied with
 // mma.sync m16n8k16 and f32 accumulation as mmh.cu multiplies F16 weights
@@ -46,8 +46,8 @@
 #define MMHQ_WIDE 256
 
 // MmhqParams is one product. Pointers are device addresses, w and x
-// 16-byte aligned; cols is a multiple of 64 (of 256 for Q4_K, Q6_K and the
-// wide layouts).
+// 16-byte aligned; cols is a multiple of 64 (of 256 for Q4_K, Q5_K, Q6_K
+// and the wide layouts).
 struct MmhqParams {
   const uint8_t *w;    // rows × row_bytes: the weights, in their storage layout
   const uint16_t *x;   // batch × cols: X rounded to f16 (mmh_convert_f16)
@@ -224,6 +224,35 @@ template <> struct WRaw<T_Q4_K> {
   }
 };
 
+// Q5_K: 176-byte super-blocks (f16 d, dmin, scales[12], qh[32]: bit j of
+// qh[l] is the fifth bit of value l of 32-value chunk j, qs[128] as Q4_K).
+// Stage s is quarter q = s%4 of super-block s/4 (chunks 2q, 2q+1). A
+// staged row: the 16-byte head, all of qh, then qs[32q..+32].
+template <> struct WRaw<T_Q5_K> {
+  static constexpr int stride = 80, pieces = 5;
+  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
+    const int off = 176 * (s >> 2) + (u < 3 ? 16 * u : 48 + 32 * (s & 3) + 16 * (u - 3));
+    mmhq_cp16(dst + 16 * u, valid ? src + off : src, valid);
+  }
+  static __device__ __forceinline__ void deq8(const uint8_t *row, int s, int c, float v[8]) {
+    const uint4 hdr = *(const uint4 *)row;
+    const float d = h2f(hdr.x & 0xFFFF), dmin = h2f(hdr.x >> 16);
+    const int g = c >> 2, j = 2 * (s & 3) + g; // chunk j of the super-block: nibble g, fifth bit j
+    float sc, m;
+    k4scale_hdr(hdr, j, &sc, &m);
+    const float dl = d * sc, ml = dmin * m;
+    const uint2 q = *(const uint2 *)(row + 48 + 8 * (c & 3));
+    const uint2 h = *(const uint2 *)(row + 16 + 8 * (c & 3));
+    const uint32_t w[2] = {q.x, q.y}, hb[2] = {h.x, h.y};
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const uint32_t n = ((w[i] >> (4 * g)) & 0x0F0F0F0Fu) | (((hb[i] >> j) & 0x01010101u) << 4);
+#pragma unroll
+      for (int k = 0; k < 4; k++) v[4 * i + k] = dl * b2f(n, k) - ml;
+    }
+  }
+};
+
 // Q6_K (ql[128], qh[64], int8 scales[16], f16 d; 210 bytes as stored, 224
 // in the wide layout). Stage s is quarter q = s%4 of super-block s/4, in
 // half n = q/2 with p = q%2: its 32-value chunks 2q+g (g = 0, 1) take
@@ -317,8 +346,9 @@ template <> struct WRaw<T_Q6_K> {
 
 // mmhq_layout writes sizeof(MmhqParams) and the offset of each field, in
 // declaration order, to out[0..8], MMHQ_BK and MMHQ_PAD to out[9..10], then
-// WRaw<K>::stride for Q4_0, Q8_0, wide Q8_0, Q4_K, Q6_K, wide Q6_K (the
-// order of mmhqKinds in mmhq_tile.go) to out[11..16], for the layout test.
+// WRaw<K>::stride for Q4_0, Q8_0, wide Q8_0, Q4_K, Q6_K, wide Q6_K, Q5_K
+// (the order of mmhqKinds in mmhq_tile.go) to out[11..17], for the layout
+// test.
 extern "C" __global__ void mmhq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmhqParams);
@@ -338,6 +368,7 @@ extern "C" __global__ void mmhq_layout(int *out) {
   out[14] = WRaw<T_Q4_K>::stride;
   out[15] = WRaw<T_Q6_K>::stride;
   out[16] = WRaw<T_Q6_K + MMHQ_WIDE>::stride;
+  out[17] = WRaw<T_Q5_K>::stride;
 }
 
 // mmhq is the product for weights of layout K in BM × BN tiles of Y, one
@@ -488,3 +519,4 @@ MMHQ_KERNELS(mmhq_q8_0_wide, T_Q8_0 + MMHQ_WIDE)
 MMHQ_KERNELS(mmhq_q4_k, T_Q4_K)
 MMHQ_KERNELS(mmhq_q6_k, T_Q6_K)
 MMHQ_KERNELS(mmhq_q6_k_wide, T_Q6_K + MMHQ_WIDE)
+MMHQ_KERNELS(mmhq_q5_k, T_Q5_K)

@@ -60,8 +60,8 @@ func mmhqKernelNames() []string {
 func mmhqProductNames() []string { return mmhqKernelNames()[1:] }
 
 // mmhqSupports says whether matMulHalfQ reads w: Q4_0 or Q8_0 with rows of
-// a positive multiple of 64 values, Q4_K or Q6_K of 256, Q8_0 or Q6_K in
-// the wide layout.
+// a positive multiple of 64 values, Q4_K, Q5_K or Q6_K of 256, Q8_0 or
+// Q6_K in the wide layout.
 func mmhqSupports(w DevMatrix) bool { return mmhqKind(w) != "" }
 
 // mmhqKind is w's layout as mmhq.cu names it, or "".
@@ -75,7 +75,7 @@ func (op *MatMulOp) checkHalfQ() (string, error) {
 	w, x, y := op.W, op.X, op.Y
 	kind := mmhqKind(w)
 	if kind == "" {
-		return "", fmt.Errorf("kernels: matmul q16: %v matrix %d×%d (wide %v): want Q4_0 or Q8_0 with rows of a positive multiple of 64 values, Q4_K or Q6_K of 256 (wide: Q8_0 or Q6_K of 256)",
+		return "", fmt.Errorf("kernels: matmul q16: %v matrix %d×%d (wide %v): want Q4_0 or Q8_0 with rows of a positive multiple of 64 values, Q4_K, Q5_K or Q6_K of 256 (wide: Q8_0 or Q6_K of 256)",
 			w.Type, w.Rows, w.Cols, w.Wide)
 	}
 	if w.Ptr%16 != 0 || x.Ptr%16 != 0 || op.Scratch%16 != 0 {

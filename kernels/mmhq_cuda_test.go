@@ -248,7 +248,7 @@ func TestGPUMatMulQ16Refuses(t *testing.T) {
 		edit func(op *MatMulOp)
 	}{
 		{"type f16", func(op *MatMulOp) { op.W.Type = gguf.TypeF16 }},
-		{"type q5_k", func(op *MatMulOp) { op.W.Type = gguf.TypeQ5_K }},
+		{"type q2_k", func(op *MatMulOp) { op.W.Type = gguf.TypeQ2_K }},
 		{"wide q4_k", func(op *MatMulOp) { op.W.Wide = true }},
 		{"cols of a k-quant", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 192, 192 }},
 		{"x shape", func(op *MatMulOp) { op.X.Cols = 128 }},
@@ -277,7 +277,7 @@ func TestGPUMatMulQ16Refuses(t *testing.T) {
 // reads there and no others: with Q16, from an RMS-normalized input (which
 // MatMuls then writes to Temp), a Q4_K and a wide Q6_K product with a bias
 // give the bits of matMulHalfQ on the normalized input plus AddBias, and a
-// Q5_K one (which mmhq.cu does not read) those of MatMul on it plus
+// Q3_K one (which mmhq.cu does not read) those of MatMul on it plus
 // AddBias; the Q4_K and Q6_K products differ from those MatMuls gives
 // without Q16 (the int8 products ran there).
 func TestGPUMatMulsQ16(t *testing.T) {
@@ -289,7 +289,7 @@ func TestGPUMatMulsQ16(t *testing.T) {
 		wide bool
 		rows int
 	}
-	segs := []seg{{gguf.TypeQ4_K, false, 96}, {gguf.TypeQ6_K, true, 64}, {gguf.TypeQ5_K, false, 32}}
+	segs := []seg{{gguf.TypeQ4_K, false, 96}, {gguf.TypeQ6_K, true, 64}, {gguf.TypeQ3_K, false, 32}}
 	x, norm := randF32(rng, B*cols), randF32(rng, cols)
 	X, N := g.f32(x, B, cols), g.f32(norm, 1, cols)
 	scratch := g.poisoned(1, int(MatMulsScratchBytes(B, cols)/4))
@@ -351,7 +351,7 @@ func TestGPUMatMulsQ16(t *testing.T) {
 // BenchmarkGPUMatMulQ16 times the products of quantized weights on the
 // 16-bit tensor cores (mmhq.cu) in each tile and in the one matMulHalfQ
 // picks, beside MatMul's default (the int8 products), for Q4_K, Q6_K and
-// Q8_0 as the engine stores them (wide where Widens) and Q4_0, over
+// Q8_0 as the engine stores them (wide where Widens), Q4_0 and Q5_K, over
 // Llama-3.1-8B's attention output (4096 × 4096), FFN up (14336 × 4096),
 // FFN down (4096 × 14336) and a 1024 × 4096 product, at batches 64, 128
 // and 512. It prints one line per (layout, shape, batch) with the paths
@@ -361,7 +361,7 @@ func TestGPUMatMulsQ16(t *testing.T) {
 // -test.benchtime=1x.
 func BenchmarkGPUMatMulQ16(b *testing.B) {
 	shapes := [][2]int{{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}}
-	types := []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeQ4_0}
+	types := []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_K}
 	batches := []int{64, 128, 512}
 	maxB := batches[len(batches)-1]
 	start, end := benchEvent(b), benchEvent(b)

@@ -62,6 +62,12 @@ func mmhqModelCopy(kind string, row int, valid bool, s, u, cols int) (mmhqModelP
 			off += 16 + 32*(s&3) + 16*(u-1)
 		}
 		return mmhqModelPiece{16 * u, row + off, n16(valid), 16}, -1
+	case "q5_k":
+		off := 176*(s>>2) + 16*u
+		if u >= 3 {
+			off = 176*(s>>2) + 48 + 32*(s&3) + 16*(u-3)
+		}
+		return mmhqModelPiece{16 * u, row + off, n16(valid), 16}, -1
 	case "q6_k_wide":
 		q := s & 3
 		n, p := q>>1, q&1
@@ -193,6 +199,22 @@ func mmhqModelDeq8(kind string, r *mmhqModelRow, s, c int) [8]float32 {
 				v[4*i+k] = float32(dl*mmhqB2F(n, k, 0)) - ml
 			}
 		}
+	case "q5_k":
+		r.ld(0, 16, 16) // the head as one uint4
+		hdr := r.b[:16]
+		d, dmin := gguf.FP16ToFP32(binary.LittleEndian.Uint16(hdr)), gguf.FP16ToFP32(binary.LittleEndian.Uint16(hdr[2:]))
+		g := c >> 2
+		j := 2*(s&3) + g
+		sc, m := gguf.ScaleMinK4(j, hdr[4:16])
+		dl, ml := d*float32(sc), dmin*float32(m)
+		q, h := r.ld(48+8*(c&3), 8, 8), r.ld(16+8*(c&3), 8, 8)
+		w, hb := [2]uint32{uint32(q), uint32(q >> 32)}, [2]uint32{uint32(h), uint32(h >> 32)}
+		for i := 0; i < 2; i++ {
+			n := (w[i]>>(4*g))&0x0F0F0F0F | ((hb[i]>>j)&0x01010101)<<4
+			for k := 0; k < 4; k++ {
+				v[4*i+k] = float32(dl*mmhqB2F(n, k, 0)) - ml
+			}
+		}
 	case "q6_k", "q6_k_wide":
 		ql, qh, sc, dAt, align := 0, 64, 96, 100, 4 // q6_deq8<true>: 4-byte loads
 		if kind == "q6_k" {
@@ -235,7 +257,7 @@ func mmhqModelMatrix(rng *rand.Rand, kind string, rows, cols int) (data, stored 
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	scales := map[gguf.Type][]int{gguf.TypeQ8_0: {0}, gguf.TypeQ4_0: {0}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ6_K: {208}}[typ]
+	scales := map[gguf.Type][]int{gguf.TypeQ8_0: {0}, gguf.TypeQ4_0: {0}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208}}[typ]
 	ts := typ.TypeSize()
 	for blk := 0; blk < len(data)/ts; blk++ {
 		for _, off := range scales {

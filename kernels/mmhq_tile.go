@@ -27,12 +27,13 @@ var mmhqKinds = []struct {
 	{"q4_k", gguf.TypeQ4_K, false, 48, 3},
 	{"q6_k", gguf.TypeQ6_K, false, 120, 29},
 	{"q6_k_wide", gguf.TypeQ6_K, true, 104, 14},
+	{"q5_k", gguf.TypeQ5_K, false, 80, 5},
 }
 
 // mmhqKindOf is the layout of a t matrix of rows × cols values (wide: in
 // the wide layout) as mmhq.cu names it, or "" when no kernel reads it:
-// rows of a multiple of 64 values (of 256 for Q4_K, Q6_K and the wide
-// layouts, whose stages are quarters of a 256-value block).
+// rows of a multiple of 64 values (of 256 for Q4_K, Q5_K, Q6_K and the
+// wide layouts, whose stages are quarters of a 256-value block).
 func mmhqKindOf(t gguf.Type, rows, cols int, wide bool) string {
 	if rows <= 0 || cols <= 0 || cols%64 != 0 {
 		return ""
@@ -44,7 +45,7 @@ func mmhqKindOf(t gguf.Type, rows, cols int, wide bool) string {
 		if k.typ != t || k.wide != wide {
 			continue
 		}
-		if (t == gguf.TypeQ4_K || t == gguf.TypeQ6_K) && cols%256 != 0 {
+		if (t == gguf.TypeQ4_K || t == gguf.TypeQ5_K || t == gguf.TypeQ6_K) && cols%256 != 0 {
 			return ""
 		}
 		return k.name

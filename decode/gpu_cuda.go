@@ -61,6 +61,13 @@ type GPUOptions struct {
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
 	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
 	MatMulMin int
+	// MatMulQ16 runs the products of quantized matrices on the 16-bit
+	// tensor cores (weights dequantized to f16, kernels.MatMulsOp.Q16)
+	// instead of the int8 ones, where those kernels read the matrix: off
+	// by default until measured. The environment variable
+	// LLMSERVE_MATMUL_Q16=1 turns it on too (to compare both on one
+	// binary).
+	MatMulQ16 bool
 	// Paged keeps the KV cache in a paged pool of f16 cells (kv.cuh)
 	// instead of one f32 region per slot: BlockSize tokens a block (0:
 	// DefaultBlockSize), as many blocks as KVMemory bytes hold (0: room for
@@ -131,6 +138,9 @@ type GPUEngine struct {
 	// matMulMin is the smallest step on the tensor-core products (above
 	// stepRows in deterministic mode: never).
 	matMulMin int
+	// q16 asks the tensor-core products for the 16-bit path of quantized
+	// matrices (GPUOptions.MatMulQ16).
+	q16 bool
 	// prefill says whether steps over gpuMaxBatch tokens run attention on
 	// the tensor cores (kernels.AttentionPrefill takes the head size);
 	// tiles and tileRows describe the current step's tile table (in e.in).
@@ -225,6 +235,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if v, err := strconv.Atoi(os.Getenv("LLMSERVE_MATMUL_MIN")); err == nil && v > 0 {
 		e.matMulMin = v
 	}
+	e.q16 = opts.MatMulQ16 || os.Getenv("LLMSERVE_MATMUL_Q16") == "1"
 	if opts.Deterministic {
 		e.stepRows, e.matMulMin = gpuMaxBatch, gpuMaxStep+1
 	}

@@ -220,7 +220,7 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 	}
 	x := e.execBuf(steps[0].In, B)
 	if tensorCores {
-		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes})
+		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.q16})
 	}
 	op := kernels.MatVecOp{Segs: segs, X: x, Accumulate: add != nil}
 	if norm != nil {
@@ -274,7 +274,7 @@ func (e *GPUEngine) execStep(st *model.Step, l, B int, w *gpuLayer) error {
 func (e *GPUEngine) execMatMul(x kernels.DevF32, segs ...kernels.MatVecSeg) error {
 	B := x.Rows
 	if B >= e.matMulMin || B > gpuMaxBatch {
-		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes})
+		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.q16})
 	}
 	return e.dev.MatVecFused(kernels.MatVecOp{Segs: segs, X: x})
 }

@@ -50,6 +50,7 @@ var kernelNames = map[string][]string{
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
 	"mmh":       mmhKernelNames(),
+	"mmhq":      mmhqKernelNames(),
 	"sample":    {"sample"},
 	"ops_arch":  opsArchKernels(),
 
@@ -135,7 +136,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// optInShared lets the mvq, mmq, mmh and attention_prefill kernels use the device's shared memory beyond
+// optInShared lets the mvq, mmq, mmh, mmhq and attention_prefill kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).
 func (d *Device) optInShared() error {
 	n, err := d.ctx.MaxSharedOptIn()
@@ -143,7 +144,7 @@ func (d *Device) optInShared() error {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	d.maxShared = n - 1024
-	names := append(append(mvqKernels(), mmqKernelNames()...), mmhKernelNames()...)
+	names := append(append(append(mvqKernels(), mmqKernelNames()...), mmhKernelNames()...), mmhqProductNames()...)
 	for _, name := range append(names, prefillKernelNames()...) {
 		if err := d.kernels[name].SetMaxDynamicShared(d.maxShared); err != nil {
 			return fmt.Errorf("kernels: %w", err)

@@ -20,7 +20,10 @@ import (
 // (one launch, mmq_prep); F16 and BF16 matrices run on the 16-bit
 // tensor-core kernels (mmh.cu) and the others on the matrix-vector kernels
 // in chunks of MaxBatch rows, both from the input as f32, written to Temp
-// (B × Cols) first when it is not X itself.
+// (B × Cols) first when it is not X itself. With Q16, the quantized
+// matrices mmhq.cu reads (mmhqSupports) run there instead of on the int8
+// kernels: dequantized to f16 for the 16-bit tensor cores, from the input
+// as f32 as well.
 type MatMulsOp struct {
 	Segs         []MatVecSeg
 	X            DevF32
@@ -31,6 +34,7 @@ type MatMulsOp struct {
 	Scratch      cuda.DevPtr
 	ScratchBytes int64
 	Temp         DevF32
+	Q16          bool // quantized matrices on the 16-bit tensor cores (mmhq.cu) where they read them
 }
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
@@ -109,6 +113,11 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 			if err := d.matMulHalf(mm); err != nil {
 				return err
 			}
+		case pathHalfQ:
+			quantized = false // mmhq rounds its input into the same scratch
+			if err := d.matMulHalfQ(mm); err != nil {
+				return err
+			}
 		default:
 			if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
 				return err
@@ -131,11 +140,14 @@ const (
 	pathMatVec matMulPath = iota // the matrix-vector kernels, MaxBatch rows at a time
 	pathInt8                     // mmq.cu
 	pathHalf                     // mmh.cu
+	pathHalfQ                    // mmhq.cu (asked for by MatMulsOp.Q16)
 )
 
 // path is where op runs a product with w.
 func (op *MatMulsOp) path(w DevMatrix) matMulPath {
 	switch kind := mmqKind(w); {
+	case op.Q16 && mmhqSupports(w):
+		return pathHalfQ
 	case kind != "":
 		return pathInt8
 	case matMulHalfSupports(w):

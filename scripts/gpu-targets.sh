@@ -38,7 +38,8 @@
 # default: unpacked from .gpu/llmserve.xz to /opt/llmserve-bundle), VOCAB,
 # LLAMA_BIN (default /opt/llama.cpp/build/bin), PORT (default 8090),
 # CALL_BUDGET (seconds the whole call may take, default 560: steps that would
-# pass it are skipped and said so), DRY=1 (print the commands, run nothing;
+# pass it are skipped and said so), SKIP (serve steps left out: chat, streams,
+# http64, full64), DRY=1 (print the commands, run nothing;
 # works without a GPU), M_1B/M_8B/... (a model file instead of the synthesized
 # one, e.g. for a smoke run on the CPU with NO_GPU=1).
 set -uo pipefail
@@ -51,11 +52,12 @@ NO_GPU=${NO_GPU:-0}
 MODELS=${MODELS:-/opt/models}
 # The background synthesis of prep (synth1) outlives its call: it must not
 # write another call's $OUT.
-[ "${1:-}" = synth1 ] && { OUT=; LOGDIR=$MODELS/logs; }
+[ "${1:-}" = synth1 ] && { OUT=; LOGDIR=$MODELS/logs; CALL_BUDGET=3600; }
 OUTDIR=${OUT:-}
 LOGDIR=${LOGDIR:-${OUTDIR:-.gpu}/logs}
 BUNDLE=${BUNDLE:-/opt/llmserve-bundle}
-LLAMA_BIN=${LLAMA_BIN:-/opt/llama.cpp/build/bin}
+LLAMA_DIR=${LLAMA_DIR:-/opt/llama.cpp}
+LLAMA_BIN=${LLAMA_BIN:-$LLAMA_DIR/build/bin}
 PORT=${PORT:-8090}
 CALL_BUDGET=${CALL_BUDGET:-560}
 PREP_WAIT=${PREP_WAIT:-500}
@@ -92,6 +94,8 @@ budget() {
 	say "skipped (call budget: $(left)s left, $1s needed): $2"
 	return 1
 }
+# skip NAME: true when SKIP (space-separated step names) holds NAME.
+skip() { case " ${SKIP:-} " in *" $1 "*) say "skipped (SKIP): $1"; return 0 ;; esac; return 1; }
 # tmo MAX: a timeout of at most MAX seconds, within what the call has left.
 tmo() { local l; l=$(( $(left) - 10 )); [ "$l" -lt 5 ] && l=5; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 # x LOG MAX CMD...: runs CMD with a timeout, output to LOG (DRY: prints it).
@@ -179,13 +183,15 @@ need() {
 	local n ok=0
 	for n in "$@"; do
 		have "$n" && continue
+		# Never beside the background synthesis of prep (it may be writing this one).
+		if [ "$DRY" = 0 ] && bg_running; then note "$n: the background synthesis is still running; not synthesized again"; ok=1; continue; fi
 		budget $(( ${SIZE_GB[$n]:-5} * 10 + 30 )) "synth $n" || { ok=1; continue; }
 		synth "$n" || ok=1
 	done
 	return $ok
 }
 bg_running() { [ -s "$MODELS/synth.pid" ] && [ ! -f "$MODELS/synth.rc" ] && kill -0 "$(cat "$MODELS/synth.pid")" 2>/dev/null; }
-llama_building() { [ -s "${LLAMA_DIR:-/opt/llama.cpp}.pid" ] && [ ! -f "${LLAMA_DIR:-/opt/llama.cpp}/build.rc" ] && kill -0 "$(cat "${LLAMA_DIR:-/opt/llama.cpp}.pid")" 2>/dev/null; }
+llama_building() { [ -s "$LLAMA_DIR.pid" ] && [ ! -f "$LLAMA_DIR/build.rc" ] && kill -0 "$(cat "$LLAMA_DIR.pid")" 2>/dev/null; }
 # quiet MAX: waits up to MAX s for background synthesis and build to end.
 quiet() {
 	[ "$DRY" != 0 ] && { echo "+ wait for background synthesis and llama.cpp build"; return 0; }
@@ -196,7 +202,7 @@ quiet() {
 	[ "$w" -gt 0 ] && note "waited ${w}s for background work"
 	if bg_running || llama_building; then note "background work still running: figures below may read low"; fi
 }
-lcpp() { [ -x "$LLAMA_BIN/llama-bench" ] && [ "$(cat "${LLAMA_DIR:-/opt/llama.cpp}/build.rc" 2>/dev/null || echo 0)" = 0 ] || [ "$DRY" != 0 ]; }
+lcpp() { [ -x "$LLAMA_BIN/llama-bench" ] && [ "$(cat "$LLAMA_DIR/build.rc" 2>/dev/null || echo 0)" = 0 ] || [ "$DRY" != 0 ]; }
 
 # --- servers ---------------------------------------------------------------
 SERVER_PID=
@@ -270,7 +276,7 @@ phase_arch() {
 	need mixtral-8x7b gemma2-9b phi3-mini llama-1b llama-8b
 	local n f v lv pp lpp
 	for n in mixtral-8x7b gemma2-9b phi3-mini; do
-		have "$n" || [ "$DRY" != 0 ] || { row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "" "" "no model"; continue; }
+		have "$n" || [ "$DRY" != 0 ] || { say "$(row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "" "" "no model (see targets-notes.txt)")"; continue; }
 		budget 100 "arch $n" || continue
 		f=$(model "$n")
 		x "$LOGDIR/arch-$n.txt" 240 "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 3
@@ -334,6 +340,7 @@ phase_constrained() {
 declare -A R
 chat_turns() { # NAME
 	local a="$LOGDIR/serve-$1-chat1.txt" b="$LOGDIR/serve-$1-chat2.txt"
+	skip chat && return 0
 	budget 40 "$1 chat turns" || return 0
 	# Turn 1: 3950 shared tokens + 50 of its own, cold. Turn 2: two clients
 	# at once, the same 3950 + 50 (client 0: turn 1's own, client 1: new
@@ -346,7 +353,8 @@ chat_turns() { # NAME
 }
 streams_gap() { # NAME
 	local a="$LOGDIR/serve-$1-16streams.txt" b="$LOGDIR/serve-$1-longprompt.txt"
-	budget 60 "$1 16 streams + 4096-token prompt" || return 0
+	skip streams && return 0
+	budget 60 "$1 16 streams + 4000-token prompt" || return 0
 	if [ "$DRY" != 0 ]; then
 		echo "+ (bench-serve -c 16 --max-tokens 384 --ignore-eos &); sleep 4; bench-serve -c 1 --prompt-tokens 4000 --max-tokens 8"
 		return 0
@@ -362,6 +370,7 @@ streams_gap() { # NAME
 }
 http64() { # NAME
 	local a="$LOGDIR/serve-$1-http64.txt"
+	skip http64 && return 0
 	budget 60 "$1 HTTP 64 x 2 x 256" || return 0
 	bs "$a" 200 -c 64 -r 2 --prompt-tokens 110 --max-tokens 256 --ignore-eos --temperature 0 --seed 7001
 	R[$1/tokps]=$(bs_tokps "$a") R[$1/ttft99]=$(bs_stat "$a" 'time to 1st token' p99)
@@ -370,6 +379,7 @@ http64() { # NAME
 }
 full64() { # NAME: 64 requests of ~4030 tokens at once, all slots full.
 	local a="$LOGDIR/serve-$1-full64.txt"
+	skip full64 && return 0
 	budget 120 "$1 64 x 4096 in one run" || return 0
 	bs "$a" 240 -c 64 -r 1 --prompt-tokens 3900 --max-tokens 128 --ignore-eos --temperature 0 --seed 8001
 	[ -f "$a" ] && R[$1/fullok]="$(bs_ok "$a")/$(bs_sent "$a")"

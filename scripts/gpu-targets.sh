@@ -31,8 +31,9 @@
 #
 # Each phase prints one line per figure, `target | measured | llama.cpp |
 # must reach`, into LOGDIR/targets-summary.txt (and /opt/targets/summary-all.txt
-# across calls); full logs go to LOGDIR (default $OUT/logs, else
-# .gpu/logs), which is packed into $OUT/logs.tgz after every phase.
+# across calls); full logs go to LOGDIR (default /tmp/gpu-targets-TIME/logs
+# when $OUT is set, else .gpu/logs), packed into $OUT/logs.tgz after every
+# summary line, so that a call stopped at its limit still brings them back.
 #
 # Environment: MODELS (default /opt/models), LLMSERVE (a cuda-built llmserve;
 # default: unpacked from .gpu/llmserve.xz to /opt/llmserve-bundle), VOCAB,
@@ -54,7 +55,11 @@ MODELS=${MODELS:-/opt/models}
 # write another call's $OUT.
 [ "${1:-}" = synth1 ] && { OUT=; LOGDIR=$MODELS/logs; CALL_BUDGET=3600; }
 OUTDIR=${OUT:-}
-LOGDIR=${LOGDIR:-${OUTDIR:-.gpu}/logs}
+# At most 8 files come back from $OUT: the logs are written outside it and
+# come back packed as $OUT/logs.tgz, beside $OUT/targets-summary.txt.
+if [ -z "${LOGDIR:-}" ]; then
+	if [ -n "$OUTDIR" ]; then LOGDIR=/tmp/gpu-targets-$(date +%s)/logs; else LOGDIR=.gpu/logs; fi
+fi
 BUNDLE=${BUNDLE:-/opt/llmserve-bundle}
 LLAMA_DIR=${LLAMA_DIR:-/opt/llama.cpp}
 LLAMA_BIN=${LLAMA_BIN:-$LLAMA_DIR/build/bin}
@@ -82,7 +87,7 @@ declare -A CUDAMD=([llama-1b/pp512]=35371 [llama-1b/tg128]=586 [llama-8b/pp512]=
 # Approximate file sizes (GB) of the Q4_K_M synth models, to check the disk.
 declare -A SIZE_GB=([mixtral-8x7b]=28 [gemma2-9b]=6 [phi3-mini]=3 [llama-8b]=5 [llama-1b]=1)
 
-say() { echo "$*" | tee -a "$summary" >> "$ALL"; echo "$*"; }
+say() { echo "$*" | tee -a "$summary" >> "$ALL"; echo "$*"; pack; }
 note() { echo "gpu-targets: $*" | tee -a "$LOGDIR/targets-notes.txt" >&2; }
 elapsed() { echo $(( $(date +%s) - t_call )); }
 # left: seconds the call has left.
@@ -238,6 +243,8 @@ bs() { local log=$1 max=$2; shift 2; x "$log" "$max" "$L" bench-serve --url "htt
 
 # --- phases ----------------------------------------------------------------
 phase_prep() {
+	local t0
+	t0=$(date +%s)
 	say "== prep ($(date -u +%H:%M:%S))"
 	if [ -f .gpu-llama/llama.cpp.tgz ]; then
 		if [ "$DRY" != 0 ]; then DRY=1 bash scripts/llama-build.sh; else bash scripts/llama-build.sh 2>&1 | tee -a "$LOGDIR/targets-notes.txt"; fi
@@ -259,8 +266,6 @@ phase_prep() {
 		x "$LOGDIR/gpu-test.txt" "$(( PREP_WAIT - 30 ))" env LOGDIR="$LOGDIR/tests" bash scripts/gpu-test.sh
 		grep -E -- '^[a-z_]+: [0-9]+ passed|^[0-9]+ passed' "$LOGDIR/gpu-test.txt" | tee -a "$summary"
 	fi
-	local t0
-	t0=$(date +%s)
 	if [ "$DRY" = 0 ]; then
 		while { bg_running || llama_building; } && [ $(( $(date +%s) - t0 )) -lt "$PREP_WAIT" ] && [ "$(left)" -gt 20 ]; do sleep 5; done
 	fi
@@ -316,7 +321,7 @@ phase_constrained() {
 		say "$(row "issue 17: B=16, 8 constrained, % of unconstrained tok/s" "$(ctg_pct "$b" 16 8)" "" ">= 90")"
 		say "$(row "issue 17: B=16, all constrained, % (for the record)" "$(ctg_pct "$b" 16 16)" "" "-")"
 		say "$(row "issue 17: tg128 B=1 / B=16 unconstrained tok/s" "$(fmt "$(tokps "$b" '^tg128 B=1 ')")/$(fmt "$(tokps "$b" '^tg128 B=16 ')")" "" "-")"
-		say "$(row "issue 17: schema compile for 128256 tokens, ms (bench)" "$(fmt "$(compile_ms "$b")" 2)" "" "<= 20")"
+		say "$(row "issue 17: schema compile in bench (its vocabulary), ms" "$(fmt "$(compile_ms "$b")" 2)" "" "<= 20")"
 	fi
 	if budget 60 "constrained cold"; then
 		b="$LOGDIR/constrained-1b-cold.txt"

@@ -38,11 +38,13 @@
 # Environment: MODELS (default /opt/models), LLMSERVE (a cuda-built llmserve;
 # default: unpacked from .gpu/llmserve.xz to /opt/llmserve-bundle), VOCAB,
 # LLAMA_BIN (default /opt/llama.cpp/build/bin), PORT (default 8090),
-# CALL_BUDGET (seconds the whole call may take, default 560: steps that would
-# pass it are skipped and said so), SKIP (serve steps left out: chat, streams,
-# http64, full64), DRY=1 (print the commands, run nothing;
-# works without a GPU), M_1B/M_8B/... (a model file instead of the synthesized
-# one, e.g. for a smoke run on the CPU with NO_GPU=1).
+# ARCH_PROMPT (the prompt before arch's tg128, default 512), CALL_BUDGET
+# (seconds the whole call may take, default 560: steps that would pass it
+# are skipped and said so), SKIP (serve steps left out: chat, streams,
+# http64, full64), DRY=1 (print the commands, run nothing; works without a
+# GPU), M_1B/M_8B/M_PHI3_MINI/M_GEMMA2_9B/M_MIXTRAL_8X7B (a model file
+# instead of the synthesized one, e.g. for a smoke run on the CPU with
+# NO_GPU=1).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -66,6 +68,7 @@ LLAMA_BIN=${LLAMA_BIN:-$LLAMA_DIR/build/bin}
 PORT=${PORT:-8090}
 CALL_BUDGET=${CALL_BUDGET:-560}
 PREP_WAIT=${PREP_WAIT:-500}
+ARCH_PROMPT=${ARCH_PROMPT:-512} # prompt of arch's llmserve bench (its tg128 follows it)
 SCHEMA_FILE=${SCHEMA_FILE:-$root/scripts/bench-schema.json}
 ALL=${SUMMARY_ALL:-/opt/targets/summary-all.txt}
 t_call=$(date +%s)
@@ -117,6 +120,7 @@ x() {
 pack() {
 	[ -n "$OUTDIR" ] && [ -d "$OUTDIR" ] || return 0
 	cp "$summary" "$OUTDIR/targets-summary.txt" 2>/dev/null
+	[ -f "$ALL" ] && cp "$ALL" "$OUTDIR/targets-all.txt" 2>/dev/null
 	tar czf "$OUTDIR/logs.tgz.part" -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" 2>/dev/null &&
 		mv "$OUTDIR/logs.tgz.part" "$OUTDIR/logs.tgz"
 }
@@ -246,6 +250,7 @@ phase_prep() {
 	local t0
 	t0=$(date +%s)
 	say "== prep ($(date -u +%H:%M:%S))"
+	[ "$DRY" = 0 ] && { nproc; free -g; df -h "$(dirname "$MODELS")"; nvidia-smi; } > "$LOGDIR/machine.txt" 2>&1
 	if [ -f .gpu-llama/llama.cpp.tgz ]; then
 		if [ "$DRY" != 0 ]; then DRY=1 bash scripts/llama-build.sh; else bash scripts/llama-build.sh 2>&1 | tee -a "$LOGDIR/targets-notes.txt"; fi
 	else
@@ -284,15 +289,15 @@ phase_arch() {
 		have "$n" || [ "$DRY" != 0 ] || { say "$(row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "" "" "no model (see targets-notes.txt)")"; continue; }
 		budget 100 "arch $n" || continue
 		f=$(model "$n")
-		x "$LOGDIR/arch-$n.txt" 240 "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 3
-		v=$(tokps "$LOGDIR/arch-$n.txt" '^tg128 B=1 ') pp=$(tokps "$LOGDIR/arch-$n.txt" '^pp512:')
+		x "$LOGDIR/arch-$n.txt" 240 "$L" bench -m "$f" -p "$ARCH_PROMPT" -n 128 -B 1 -r 3
+		v=$(tokps "$LOGDIR/arch-$n.txt" '^tg128 B=1 ') pp=$(tokps "$LOGDIR/arch-$n.txt" "^pp$ARCH_PROMPT:")
 		lv='' lpp=''
 		if lcpp && budget 60 "llama-bench $n"; then
 			x "$LOGDIR/arch-$n-llama.txt" 200 "$LLAMA_BIN/llama-bench" -m "$f" -p 512 -n 128 -fa 1 -ngl 99 -r 3
 			lv=$(lb_ts "$LOGDIR/arch-$n-llama.txt" tg128) lpp=$(lb_ts "$LOGDIR/arch-$n-llama.txt" pp512)
 		fi
 		say "$(row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "$(fmt "$v" 1)" "$(fmt "$lv" 1)" ">= 2x llama.cpp = $(fmt "$(calc '2*a' a="$lv")")")"
-		say "$(row "issue 19: $n Q4_K_M pp512 tok/s (for the record)" "$(fmt "$pp")" "$(fmt "$lpp")" "-")"
+		say "$(row "issue 19: $n Q4_K_M pp$ARCH_PROMPT tok/s (llama.cpp: pp512)" "$(fmt "$pp")" "$(fmt "$lpp")" "-")"
 	done
 	for n in llama-1b llama-8b; do
 		budget 45 "arch $n" || continue

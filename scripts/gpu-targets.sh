@@ -35,7 +35,8 @@
 # when $OUT is set, else .gpu/logs), packed into $OUT/logs.tgz after every
 # summary line, so that a call stopped at its limit still brings them back.
 #
-# Environment: MODELS (default /opt/models), LLMSERVE (a cuda-built llmserve;
+# Environment: MODELS (default /opt/models, or /dev/shm/models when only
+# memory has room for the ~42 GB of models), LLMSERVE (a cuda-built llmserve;
 # default: unpacked from .gpu/llmserve.xz to /opt/llmserve-bundle), VOCAB,
 # LLAMA_BIN (default /opt/llama.cpp/build/bin), PORT (default 8090),
 # ARCH_PROMPT (the prompt before arch's tg128, default 512), CALL_BUDGET
@@ -52,7 +53,20 @@ root=$PWD
 . scripts/targets-lib.sh
 DRY=${DRY:-0}
 NO_GPU=${NO_GPU:-0}
-MODELS=${MODELS:-/opt/models}
+MODELS=${MODELS:-}
+free_gb() { local v; v=$(df -B1G --output=avail "$1" 2>/dev/null | tail -1 | tr -d ' '); echo "${v:-0}"; }
+# pick_models: the models take ~42 GB: /opt/models when its disk has room
+# for them all, else /dev/shm/models when memory does (the choice is kept
+# for later calls in /opt/targets/models-dir); MODELS overrides.
+pick_models() {
+	[ -n "$MODELS" ] && return 0
+	if [ -s /opt/targets/models-dir ]; then MODELS=$(cat /opt/targets/models-dir); return 0; fi
+	MODELS=/opt/models
+	[ "$DRY" != 0 ] && return 0
+	mkdir -p /opt/targets /opt/models 2>/dev/null
+	if [ "$(free_gb /opt/models)" -lt 46 ] && [ "$(free_gb /dev/shm)" -ge 50 ]; then MODELS=/dev/shm/models; fi
+	echo "$MODELS" > /opt/targets/models-dir 2>/dev/null
+}
 # The background synthesis of prep (synth1) outlives its call: it must not
 # write another call's $OUT.
 [ "${1:-}" = synth1 ] && { OUT=; LOGDIR=$MODELS/logs; CALL_BUDGET=3600; }
@@ -76,7 +90,6 @@ mkdir -p "$LOGDIR" || exit 1
 LOGDIR=$(cd "$LOGDIR" && pwd)
 summary="$LOGDIR/targets-summary.txt"
 touch "$summary"
-[ "$DRY" = 0 ] && mkdir -p "$(dirname "$ALL")" 2>/dev/null || ALL=/dev/null
 
 # Last figures of llmserve on the device (docs/PERFORMANCE.md, main's default
 # after the merge of 2026-12-01): tg B=1 of the llama models, for issue 19's
@@ -179,7 +192,7 @@ synth() {
 	need=${SIZE_GB[$name]:-5}
 	if [ "$DRY" != 0 ]; then echo "+ $L synth $(spec "$name") --type Q4_K_M --vocab $VOCAB --workers $(nproc) -o $f"; return 0; fi
 	mkdir -p "$MODELS" || return 1
-	avail=$(df -B1G --output=avail "$MODELS" | tail -1 | tr -d ' ')
+	avail=$(free_gb "$MODELS")
 	if [ "${avail:-0}" -lt $((need + 2)) ]; then note "synth $name: ${avail} GB free in $MODELS, about $need GB needed; skipped"; return 1; fi
 	t0=$(date +%s)
 	# shellcheck disable=SC2046
@@ -250,7 +263,7 @@ phase_prep() {
 	local t0
 	t0=$(date +%s)
 	say "== prep ($(date -u +%H:%M:%S))"
-	[ "$DRY" = 0 ] && { nproc; free -g; df -h "$(dirname "$MODELS")"; nvidia-smi; } > "$LOGDIR/machine.txt" 2>&1
+	[ "$DRY" = 0 ] && { nproc; free -g; df -h / /opt /dev/shm "$MODELS"; nvidia-smi; } > "$LOGDIR/machine.txt" 2>&1
 	if [ -f .gpu-llama/llama.cpp.tgz ]; then
 		if [ "$DRY" != 0 ]; then DRY=1 bash scripts/llama-build.sh; else bash scripts/llama-build.sh 2>&1 | tee -a "$LOGDIR/targets-notes.txt"; fi
 	else
@@ -523,6 +536,8 @@ done
 if [ "$DRY" = 0 ] && [ "$NO_GPU" = 0 ] && ! nvidia-smi -L > /dev/null 2>&1; then
 	echo "gpu-targets: no GPU here (DRY=1 prints the commands; NO_GPU=1 with M_1B=... runs on the CPU)" >&2; exit 1
 fi
+{ [ "$DRY" = 0 ] && mkdir -p "$(dirname "$ALL")" 2>/dev/null; } || ALL=/dev/null
+pick_models
 unpack || exit 1
 say "gpu-targets $* on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'), $(date -u +%FT%TZ); columns: target | measured | llama.cpp | must reach"
 for p in "$@"; do

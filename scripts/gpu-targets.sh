@@ -539,7 +539,8 @@ fi
 { [ "$DRY" = 0 ] && mkdir -p "$(dirname "$ALL")" 2>/dev/null; } || ALL=/dev/null
 pick_models
 unpack || exit 1
-say "gpu-targets $* on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'), $(date -u +%FT%TZ); columns: target | measured | llama.cpp | must reach"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+say "gpu-targets $* on ${gpu:-no GPU}, $(date -u +%FT%TZ); columns: target | measured | llama.cpp | must reach"
 for p in "$@"; do
 	"phase_$p"
 	pack

@@ -179,7 +179,8 @@ spec() {
 }
 # model NAME: the file of model NAME (Q4_K_M), or M_<NAME> when given.
 model() {
-	local var="M_$(echo "${1#llama-}" | tr 'a-z-' 'A-Z_')"
+	local var
+	var="M_$(echo "${1#llama-}" | tr 'a-z-' 'A-Z_')"
 	[ -n "${!var:-}" ] && { echo "${!var}"; return; }
 	echo "$MODELS/$1-Q4_K_M.gguf"
 }
@@ -247,8 +248,8 @@ serve_start() {
 serve_stop() {
 	[ -n "$SERVER_PID" ] || return 0
 	kill "$SERVER_PID" 2>/dev/null
-	local i
-	for i in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
+	local _
+	for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
 	kill -9 "$SERVER_PID" 2>/dev/null
 	wait "$SERVER_PID" 2>/dev/null
 	SERVER_PID=
@@ -289,7 +290,7 @@ phase_prep() {
 	fi
 	say "prep: models in $MODELS: $(cd "$MODELS" 2>/dev/null && ls ./*.ok 2>/dev/null | sed 's|^\./||; s|-Q4_K_M.gguf.ok||' | tr '\n' ' ')"
 	[ -f "$MODELS/synth-times.txt" ] && tee -a "$summary" < "$MODELS/synth-times.txt"
-	say "prep: $(DRY=0 bash scripts/llama-build.sh --status 2>&1 | head -1); synthesis $(bg_running && echo still running || echo done)"
+	say "prep: $(DRY=0 bash scripts/llama-build.sh --status 2>&1 | head -1); synthesis $(bg_running && echo 'still running' || echo 'done')"
 	cp "$MODELS/synth.log" "${LLAMA_LOG:-/opt/llama-build.log}" "$LOGDIR/" 2>/dev/null
 }
 

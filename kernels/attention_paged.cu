@@ -6,18 +6,15 @@
 // nothing and attends to nothing. Every pool parameter list is the one
 // of kv_pool: tables, tableCols, blockSize, blocks, maxSeqs.
 //
-// The softmax and the merge of the splits are attention.cu's: the partial
-// results have the same layout, so attention_merge (launched with ctx =
-// tableCols·blockSize) merges them.
+// The attention is attention_part.cuh's body, as attention.cu's is, and
+// its partial results have the same layout, so attention.cu's
+// attention_merge (launched with ctx = tableCols·blockSize) merges them.
 
 #include <cuda_fp16.h>
 
+#include "attention_part.cuh"
 #include "kv.cuh"
 #include "overlap.cuh"
-
-#define PA_THREADS 128
-#define PA_MAXG 8   // query heads per KV head
-#define PA_TILE 32  // positions per tile at most (one per lane)
 
 #define KV_POOL_PARAMS const int *__restrict__ tables, int tableCols, int blockSize, int blocks, int maxSeqs
 #define KV_POOL kv_pool(tables, tableCols, blockSize, blocks, maxSeqs)
@@ -100,142 +97,19 @@ extern "C" __global__ void rope_store_pf16(float *q, const float *__restrict__ k
   vr[i0] = __float2half_rn(vs[i0]), vr[i1] = __float2half_rn(vs[i1]);
 }
 
-static __device__ __forceinline__ void pa_cp_async16(void *dst, const void *src) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
-}
-static __device__ __forceinline__ void pa_cp_async_wait() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
-}
-
-// attention_part_pf16<S> is attention.cu's attention_part over the paged
-// f16 pool: for token b, KV head kvh and split s of the positions
-// 0..pos[b], the online-softmax partial result (acc[0..headDim), m, l) of
-// each of the G query heads of the KV head, at
-// part[((b*heads + h)*splits + s)*(headDim + 2)]. Grid (B, kvHeads,
-// splits), PA_THREADS threads, attentionPagedShared(tile) bytes of
-// dynamic shared memory: a tile's K rows (f16, pitch headDim+8), V rows
-// (f16), the scaled queries (f32) and the scores (f32).
-//
-// A tile's rows are copied with cp.async 16 bytes (8 values) at a time,
-// each row from its own cell (a tile may cross blocks); a row whose cell
-// is -1 is zeros. Scores and the weighted sums are in f32.
-template <int S>
-static __device__ __forceinline__ void attention_part_pf16(const float *__restrict__ q, const __half *__restrict__ kc,
-                                                           const __half *__restrict__ vc, float *__restrict__ part,
-                                                           const int *__restrict__ pos, const int *__restrict__ seq,
-                                                           int heads, int kvHeads, int headDim, float scale, int tile,
-                                                           const KVPool pool) {
-  extern __shared__ __align__(16) unsigned char pa_smem[];
-  __shared__ float mS[PA_MAXG], lS[PA_MAXG], corrS[PA_MAXG];
-  const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int G = heads / kvHeads, kvdim = kvHeads * headDim, hd8 = headDim >> 3, pitch = headDim + 8;
-  __half *ks = (__half *)pa_smem;             // tile × pitch
-  __half *vs = ks + tile * pitch;             // tile × headDim
-  float *qs = (float *)(vs + tile * headDim); // G × headDim
-  float *sc = qs + G * headDim;               // G × tile
-  const int s = seq[b], p = pos[b];
-  int t0 = 0, t1 = 0;
-  if (kv_cell(pool, s, p) >= 0) {
-    const int per = (p + splits) / splits;
-    t0 = min(split * per, p + 1);
-    t1 = min(t0 + per, p + 1);
-  }
-  auto fetch = [&](int tt, int n) {
-    for (int c = tid; c < n * hd8; c += PA_THREADS) {
-      const int j = c / hd8, e = 8 * (c - j * hd8);
-      const long long cell = kv_cell(pool, s, tt + j);
-      if (cell >= 0) {
-        const size_t at = (size_t)kvh * headDim + e;
-        pa_cp_async16(ks + j * pitch + e, kv_at(kc, cell, kvdim) + at);
-        pa_cp_async16(vs + j * headDim + e, kv_at(vc, cell, kvdim) + at);
-      } else {
-        *(uint4 *)(ks + j * pitch + e) = make_uint4(0, 0, 0, 0);
-        *(uint4 *)(vs + j * headDim + e) = make_uint4(0, 0, 0, 0);
-      }
-    }
-  };
-  grid_wait();
-  if (t0 < t1) fetch(t0, min(tile, t1 - t0));
-  const float *qh = q + ((size_t)b * heads + (size_t)kvh * G) * headDim;
-  for (int i = tid; i < G * headDim; i += PA_THREADS) qs[i] = qh[i] * scale;
-  if (tid < G) mS[tid] = -INFINITY, lS[tid] = 0.f;
-  const int slots = G * headDim;
-  float acc[S];
-#pragma unroll
-  for (int k = 0; k < S; k++) acc[k] = 0.f;
-  for (int tt = t0; tt < t1; tt += tile) {
-    const int n = min(tile, t1 - tt);
-    pa_cp_async_wait();
-    __syncthreads();
-    for (int idx = tid; idx < G * n; idx += PA_THREADS) {
-      const int g = idx / n, j = idx - g * n;
-      const float2 *qv = (const float2 *)(qs + g * headDim);
-      const __half2 *kv = (const __half2 *)(ks + j * pitch);
-      float d = 0.f;
-#pragma unroll 8
-      for (int i = 0; i < headDim / 2; i++) {
-        const float2 x = qv[i], y = __half22float2(kv[i]);
-        d += x.x * y.x + x.y * y.y;
-      }
-      sc[g * tile + j] = d;
-    }
-    __syncthreads();
-    for (int g = warp; g < G; g += PA_THREADS / 32) {
-      const float v = lane < n ? sc[g * tile + lane] : -INFINITY;
-      float m = v;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-      const float mOld = mS[g], mNew = fmaxf(mOld, m);
-      const float e = lane < n ? expf(v - mNew) : 0.f;
-      float sum = e;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      if (lane < n) sc[g * tile + lane] = e;
-      if (lane == 0) {
-        const float corr = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
-        corrS[g] = corr, lS[g] = lS[g] * corr + sum, mS[g] = mNew;
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < S; k++) {
-      const int idx = tid + k * PA_THREADS;
-      if (idx < slots) {
-        const int g = idx / headDim, d = idx - g * headDim;
-        const float *w = sc + g * tile;
-        float a = acc[k] * corrS[g];
-        for (int j = 0; j < n; j++) a += w[j] * __half2float(vs[j * headDim + d]);
-        acc[k] = a;
-      }
-    }
-    __syncthreads();
-    if (tt + tile < t1) fetch(tt + tile, min(tile, t1 - tt - tile));
-  }
-#pragma unroll
-  for (int k = 0; k < S; k++) {
-    const int idx = tid + k * PA_THREADS;
-    if (idx < slots) {
-      const int g = idx / headDim, d = idx - g * headDim;
-      part[(((size_t)b * heads + (size_t)kvh * G + g) * splits + split) * (headDim + 2) + d] = acc[k];
-    }
-  }
-  if (tid < G) {
-    float *o = part + (((size_t)b * heads + (size_t)kvh * G + tid) * splits + split) * (headDim + 2);
-    o[headDim] = mS[tid];
-    o[headDim + 1] = lS[tid];
-  }
-  grid_launch();
-}
-
+// attention_part_pf16_<S> is attention_part.cuh's attention_part over the
+// paged f16 pool (KVPaged): a tile's rows are copied 8 values at a time,
+// each from its own cell, and a row whose cell is -1 is zeros; the scores
+// and weighted sums are in f32. Its dynamic shared memory is
+// attentionPagedShared(tile) bytes.
 #define ATTENTION_PART_PF16(S)                                                                              \
-  extern "C" __global__ void __launch_bounds__(PA_THREADS)                                                  \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
       attention_part_pf16_##S(const float *__restrict__ q, const __half *__restrict__ kc,                   \
                               const __half *__restrict__ vc, float *__restrict__ part,                      \
                               const int *__restrict__ pos, const int *__restrict__ seq, int heads,          \
                               int kvHeads, int headDim, float scale, int tile, KV_POOL_PARAMS) {            \
-    attention_part_pf16<S>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, tile, KV_POOL);       \
+    attention_part<S, __half, KVPaged>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, tile,       \
+                                       KVPaged{KV_POOL});                                                  \
   }
 
 ATTENTION_PART_PF16(2)

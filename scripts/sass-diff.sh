@@ -73,7 +73,8 @@ for arch in $archs; do
 			echo "$arch $k: identical ($n lines; $rn)"
 		else
 			echo "$arch $k: differs (old $n lines, $ro; new $(grep -c . "$tmp/new") lines, $rn)"
-			diff "$tmp/old" "$tmp/new" | head -20 | sed 's/^/    /'
+			diff "$tmp/old" "$tmp/new" > "$tmp/diff" || true
+			head -20 "$tmp/diff" | sed 's/^/    /'
 			bad=1
 		fi
 	done

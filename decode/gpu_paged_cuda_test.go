@@ -7,26 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"llmserve/gguf"
 	"llmserve/internal/nmse"
-	"llmserve/internal/shared"
 	"llmserve/model"
-	"llmserve/model/tokenizer"
 )
-
 
 func openPagedGPU(t testing.TB, m *model.Model, opts GPUOptions) *PagedGPUEngine {
 	t.Helper()
 	e, err := NewPagedGPUEngine(m, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return e
+	return opened(t, e, err)
 }
 
 // scatteredTables gives slot s of seqs the blocks of a context of ctx
@@ -147,16 +135,7 @@ func TestGPUPagedGraphCheck(t *testing.T) {
 func gpuPagedScheduler(t *testing.T, opts GPUOptions, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
 	eng := openPagedGPU(t, loadModel(t, "models/stories260K.gguf"), opts)
-	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startSchedulerVocab(t, eng, tokVocab{tok}, cfg)
+	return startStoriesScheduler(t, eng, cfg)
 }
 
 // TestGPUPagedPrefixCache checks prompt reuse on the GPU pool in
@@ -226,7 +205,6 @@ func TestGPUPagedExhaustion(t *testing.T) {
 		t.Errorf("finished %v, %d blocks still in use, %d preemptions (want some)", m.Finished, m.KVBlocksUsed, m.Preemptions)
 	}
 }
-
 
 // pagedBound is the NMSE the logits over the paged f16 pool may reach
 // against the f32 cache's: what the CPU engine's f16 cache may differ from

@@ -20,16 +20,7 @@ import (
 func pagedScheduler(t *testing.T, opts CPUOptions, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
 	eng := openEngine(t, "models/stories260K.gguf", opts)
-	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startSchedulerVocab(t, eng, tokVocab{tok}, cfg)
+	return startStoriesScheduler(t, eng, cfg)
 }
 
 // scored is a request's tokens and their log-probabilities, which show

@@ -7,6 +7,7 @@
 // Cache layout, per layer: [maxSeqs][ctx][kvHeads*headDim] f32.
 
 #include "attention_part.cuh"
+#include "rope_store.cuh"
 #include "overlap.cuh"
 
 #define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
@@ -106,73 +107,31 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
   grid_launch(); // at the end, as in attention_part
 }
 
-// head_sum adds v over the block (blockDim.x a multiple of 32, ≤ 256).
-static __device__ __forceinline__ float head_sum(float v) {
-  __shared__ float part[8];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  if ((threadIdx.x & 31) == 0) part[warp] = v;
-  __syncthreads();
-  float t = 0.f;
-  for (int w = 0; w < nw; w++) t += part[w];
-  return t;
-}
+// FlatStore is rope_store's writer for this file's cache: values i0 and
+// i1 of KV head kvh at position pos[b] of slot seq[b], unless that is
+// outside the cache (padding).
+struct FlatStore {
+  float *kc, *vc;       // the cache, [maxSeqs][ctx][kvdim] each
+  const int *pos, *seq; // the tokens' positions and slots
+  int ctx, maxSeqs;
+  __device__ __forceinline__ void store(const float *__restrict__ v, int b, int kvh, int headDim, int kvdim, int i0,
+                                        int i1, float a, float c) const {
+    const int s = seq[b], p = pos[b];
+    if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) return;
+    const size_t at = ((size_t)s * ctx + p) * kvdim + (size_t)kvh * headDim;
+    kc[at + i0] = a, kc[at + i1] = c;
+    const float *vs = v + (size_t)b * kvdim + (size_t)kvh * headDim;
+    vc[at + i0] = vs[i0], vc[at + i1] = vs[i1];
+  }
+};
 
-// rope_store prepares token b's heads for attention in one launch: block
-// (b, h) takes query head h (h < heads) or key head h - heads. The head is
-// RMS-normalized with its norm weight first when one is given (qn for
-// queries, kn for keys; headDim values), then its first ropeDim values are
-// rotated by angle pos[b] * base^(-2i/ropeDim) / factors[i] for pair i
-// (pairs (2i, 2i+1), or (i, i + ropeDim/2) when neox is set). Query heads
-// are rotated in place; key heads, and the value head of the same index,
-// are written to the cache at position pos[b] of sequence seq[b] unless
-// that is padding. Grid (B, heads + kvHeads); headDim/2 threads rounded up
-// to a multiple of 32: thread i holds pair i (the pairs past ropeDim/2
-// hold the values that are not rotated, two by two).
+// rope_store is rope_store.cuh's rope_store_head over this file's cache.
 extern "C" __global__ void rope_store(float *q, const float *__restrict__ k, const float *__restrict__ v,
                                       float *kc, float *vc, const float *__restrict__ qn,
                                       const float *__restrict__ kn, const int *__restrict__ pos,
                                       const int *__restrict__ seq, const float *__restrict__ factors, int heads,
                                       int kvHeads, int headDim, int ropeDim, float base, int neox, float eps,
                                       int ctx, int maxSeqs) {
-  grid_begin();
-  const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
-  const bool isK = h >= heads;
-  const int kvh = h - heads, kvdim = kvHeads * headDim;
-  const float *src = isK ? k + (size_t)b * kvdim + (size_t)kvh * headDim : q + ((size_t)b * heads + h) * headDim;
-  const float *nw = isK ? kn : qn;
-  const bool active = 2 * i < headDim;
-  const bool rot = 2 * i < ropeDim;
-  int i0, i1;
-  if (rot) {
-    i0 = neox ? i : 2 * i, i1 = neox ? i + ropeDim / 2 : 2 * i + 1;
-  } else {
-    i0 = ropeDim + 2 * (i - ropeDim / 2), i1 = i0 + 1;
-  }
-  float a = active ? src[i0] : 0.f, c = active ? src[i1] : 0.f;
-  if (nw != nullptr) {
-    const float s = 1.f / sqrtf(head_sum(a * a + c * c) / (float)headDim + eps);
-    if (active) a = a * s * nw[i0], c = c * s * nw[i1];
-  }
-  if (!active) return;
-  if (rot) {
-    float theta = (float)pos[b] * powf(base, -2.f * (float)i / (float)ropeDim);
-    if (factors != nullptr) theta /= factors[i];
-    float sn, cs;
-    sincosf(theta, &sn, &cs);
-    const float a2 = a * cs - c * sn, c2 = a * sn + c * cs;
-    a = a2, c = c2;
-  }
-  if (!isK) {
-    float *dst = q + ((size_t)b * heads + h) * headDim;
-    dst[i0] = a, dst[i1] = c;
-    return;
-  }
-  const int s = seq[b], p = pos[b];
-  if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) return;
-  const size_t at = ((size_t)s * ctx + p) * kvdim + (size_t)kvh * headDim;
-  kc[at + i0] = a, kc[at + i1] = c;
-  const float *vs = v + (size_t)b * kvdim + (size_t)kvh * headDim;
-  vc[at + i0] = vs[i0], vc[at + i1] = vs[i1];
+  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps,
+                  FlatStore{kc, vc, pos, seq, ctx, maxSeqs});
 }

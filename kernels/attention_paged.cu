@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include "attention_part.cuh"
+#include "rope_store.cuh"
 #include "kv.cuh"
 #include "overlap.cuh"
 
@@ -34,25 +35,27 @@ extern "C" __global__ void kv_store_pf16(const float *__restrict__ k, const floa
   }
 }
 
-// pa_head_sum adds v over the block (blockDim.x a multiple of 32, ≤ 256).
-static __device__ __forceinline__ float pa_head_sum(float v) {
-  __shared__ float part[8];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  if ((threadIdx.x & 31) == 0) part[warp] = v;
-  __syncthreads();
-  float t = 0.f;
-  for (int w = 0; w < nw; w++) t += part[w];
-  return t;
-}
+// PagedStore is rope_store_pf16's writer: values i0 and i1 of KV head kvh
+// to token b's cells as f16, unless its cell is -1.
+struct PagedStore {
+  __half *kc, *vc;      // the pools
+  const int *pos, *seq; // the tokens' positions and slots
+  KVPool pool;          // the block table
+  __device__ __forceinline__ void store(const float *__restrict__ v, int b, int kvh, int headDim, int kvdim, int i0,
+                                        int i1, float a, float c) const {
+    const long long cell = kv_cell(pool, seq[b], pos[b]);
+    if (cell < 0) return;
+    __half *kr = kv_at(kc, cell, kvdim) + (size_t)kvh * headDim;
+    __half *vr = kv_at(vc, cell, kvdim) + (size_t)kvh * headDim;
+    const float *vs = v + (size_t)b * kvdim + (size_t)kvh * headDim;
+    kr[i0] = __float2half_rn(a), kr[i1] = __float2half_rn(c);
+    vr[i0] = __float2half_rn(vs[i0]), vr[i1] = __float2half_rn(vs[i1]);
+  }
+};
 
-// rope_store_pf16 is attention.cu's rope_store over a paged f16 pool:
-// block (b, h) takes query head h (h < heads) or key head h - heads,
-// RMS-normalizes it by qn or kn when given, rotates its first ropeDim
-// values by position pos[b] (pairs (2i, 2i+1), or (i, i + ropeDim/2) with
-// neox), rotates query heads in place and writes key heads, and the value
-// head of the same index, to the token's cells as f16. Grid (B, heads +
+// rope_store_pf16 is attention.cu's rope_store over a paged f16 pool
+// (rope_store.cuh's rope_store_head): the key heads, and the value heads
+// of the same index, go to the token's cells as f16. Grid (B, heads +
 // kvHeads); headDim/2 threads rounded up to a multiple of 32.
 extern "C" __global__ void rope_store_pf16(float *q, const float *__restrict__ k, const float *__restrict__ v,
                                            __half *kc, __half *vc, const float *__restrict__ qn,
@@ -60,41 +63,8 @@ extern "C" __global__ void rope_store_pf16(float *q, const float *__restrict__ k
                                            const int *__restrict__ seq, const float *__restrict__ factors,
                                            int heads, int kvHeads, int headDim, int ropeDim, float base, int neox,
                                            float eps, KV_POOL_PARAMS) {
-  grid_begin();
-  const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
-  const bool isK = h >= heads;
-  const int kvh = h - heads, kvdim = kvHeads * headDim;
-  const float *src = isK ? k + (size_t)b * kvdim + (size_t)kvh * headDim : q + ((size_t)b * heads + h) * headDim;
-  const float *nw = isK ? kn : qn;
-  const bool active = 2 * i < headDim, rot = 2 * i < ropeDim;
-  const int i0 = rot ? (neox ? i : 2 * i) : ropeDim + 2 * (i - ropeDim / 2);
-  const int i1 = rot ? (neox ? i + ropeDim / 2 : 2 * i + 1) : i0 + 1;
-  float a = active ? src[i0] : 0.f, c = active ? src[i1] : 0.f;
-  if (nw != nullptr) {
-    const float s = 1.f / sqrtf(pa_head_sum(a * a + c * c) / (float)headDim + eps);
-    if (active) a = a * s * nw[i0], c = c * s * nw[i1];
-  }
-  if (!active) return;
-  if (rot) {
-    float theta = (float)pos[b] * powf(base, -2.f * (float)i / (float)ropeDim);
-    if (factors != nullptr) theta /= factors[i];
-    float sn, cs;
-    sincosf(theta, &sn, &cs);
-    const float a2 = a * cs - c * sn, c2 = a * sn + c * cs;
-    a = a2, c = c2;
-  }
-  if (!isK) {
-    float *dst = q + ((size_t)b * heads + h) * headDim;
-    dst[i0] = a, dst[i1] = c;
-    return;
-  }
-  const long long cell = kv_cell(KV_POOL, seq[b], pos[b]);
-  if (cell < 0) return;
-  __half *kr = kv_at(kc, cell, kvdim) + (size_t)kvh * headDim;
-  __half *vr = kv_at(vc, cell, kvdim) + (size_t)kvh * headDim;
-  const float *vs = v + (size_t)b * kvdim + (size_t)kvh * headDim;
-  kr[i0] = __float2half_rn(a), kr[i1] = __float2half_rn(c);
-  vr[i0] = __float2half_rn(vs[i0]), vr[i1] = __float2half_rn(vs[i1]);
+  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps,
+                  PagedStore{kc, vc, pos, seq, KV_POOL});
 }
 
 // attention_part_pf16_<S> is attention_part.cuh's attention_part over the

@@ -151,25 +151,10 @@ func TestGPUPagedPrefixCache(t *testing.T) {
 	turn1 := runOne(t, s, first)
 	second := first
 	second.Prompt = append(append(slices.Clone(first.Prompt), turn1.tokens...), storiesTokens(6)[1:]...)
-	for _, tt := range []struct {
-		name   string
-		r      Request
-		cached uint64
-	}{
+	checkReuse(t, s, cold, []reuseCase{
 		{"same prompt", first, (50 - 1) / bs * bs},
 		{"second turn", second, uint64((len(second.Prompt) - 1) / bs * bs)},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			before := s.Metrics().Snapshot().CachedPrompt
-			got := runOne(t, s, tt.r)
-			if d := s.Metrics().Snapshot().CachedPrompt - before; d != tt.cached {
-				t.Errorf("%d prompt tokens from the cache, want %d", d, tt.cached)
-			}
-			if want := runOne(t, cold, tt.r); !sameScored(got, want) {
-				t.Errorf("with reuse %v, cold %v", got.tokens, want.tokens)
-			}
-		})
-	}
+	})
 }
 
 // TestGPUPagedExhaustion runs 16 greedy requests in 8 slots over a GPU

@@ -48,29 +48,14 @@ func TestRopeEpilogue(t *testing.T) {
 				kcb, vcb := g.poisoned(maxSeqs*ctx, kvDim), g.poisoned(maxSeqs*ctx, kvDim)
 				cache := DevKVCache{K: kcb.Ptr, V: vcb.Ptr, MaxSeqs: maxSeqs, Ctx: ctx, KVHeads: kvHeads, HeadDim: c.headDim}
 				rs := RopeStoreOp{Cache: cache, QNorm: qn, KNorm: kn, Eps: 1e-6, Pos: pd, Seq: sd, Rope: r}
-				op := st.product(q, k, v)
+				var e *RopeEpilogue
 				if fuse {
-					e, err := dev.NewRopeEpilogue(rs)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer e.Free()
-					if e.Fused() != c.fusable {
-						t.Errorf("Fused() = %v, want %v", e.Fused(), c.fusable)
-					}
-					op.Rope = e
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-					rs.Q, rs.K, rs.V = q, k, v
-					if err := dev.RopeStore(rs); err != nil {
-						t.Fatal(err)
-					}
+					e = keepEpilogue(t)(dev.NewRopeEpilogue(rs))
 				}
+				st.run(t, q, k, v, e, c.fusable, func() error {
+					rs.Q, rs.K, rs.V = q, k, v
+					return dev.RopeStore(rs)
+				})
 				return read(t, q), read(t, kcb), read(t, vcb)
 			}
 			wantQ, wantK, wantV := run(false)
@@ -137,4 +122,44 @@ func newRopeStep(g *gpuBuffers, rng *rand.Rand, typ gguf.Type, B, kvHeads, cols 
 // product is the step's Q/K/V product into q, k and v.
 func (st ropeStep) product(q, k, v DevF32) MatVecOp {
 	return MatVecOp{Segs: []MatVecSeg{{W: st.wq, Y: q}, {W: st.wk, Y: k}, {W: st.wv, Y: v}}, X: st.x, Norm: st.norm, Eps: 1e-6}
+}
+
+// run runs the step's product into q, k and v: with e, the rotation and
+// cache write fused in (e.Fused() must be fusable), else the product and
+// then after (the rotation and cache write on their own).
+func (st ropeStep) run(t *testing.T, q, k, v DevF32, e *RopeEpilogue, fusable bool, after func() error) {
+	t.Helper()
+	op := st.product(q, k, v)
+	if e != nil {
+		if e.Fused() != fusable {
+			t.Errorf("Fused() = %v, want %v", e.Fused(), fusable)
+		}
+		op.Rope = e
+	}
+	if err := dev.MatVecFused(op); err != nil {
+		t.Fatal(err)
+	}
+	if e == nil {
+		if err := after(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// keepEpilogue takes the result of a NewRopeEpilogue call (or
+// NewPagedRopeEpilogue), failing t on its error, and frees the epilogue
+// when t ends.
+func keepEpilogue(t *testing.T) func(*RopeEpilogue, error) *RopeEpilogue {
+	return func(e *RopeEpilogue, err error) *RopeEpilogue {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := e.Free(); err != nil {
+				t.Errorf("free epilogue: %v", err)
+			}
+		})
+		return e
+	}
 }

@@ -55,29 +55,14 @@ func TestRopeEpiloguePaged(t *testing.T) {
 				kb, vb := g.halves(cells, 0x7e00), g.halves(cells, 0x7e00)
 				pool := DevKVPool{KVPoolLayout: l, K: kb, V: vb, Tables: td.Ptr}
 				ps := RopeStorePagedOp{Pool: pool, QNorm: qn, KNorm: kn, Eps: 1e-6, Pos: pd, Seq: sd, Rope: r}
-				op := st.product(q, k, v)
+				var e *RopeEpilogue
 				if fuse {
-					e, err := dev.NewPagedRopeEpilogue(ps)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer e.Free()
-					if e.Fused() != c.fusable {
-						t.Errorf("Fused() = %v, want %v", e.Fused(), c.fusable)
-					}
-					op.Rope = e
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-					ps.Q, ps.K, ps.V = q, k, v
-					if err := dev.RopeStorePaged(ps); err != nil {
-						t.Fatal(err)
-					}
+					e = keepEpilogue(t)(dev.NewPagedRopeEpilogue(ps))
 				}
+				st.run(t, q, k, v, e, c.fusable, func() error {
+					ps.Q, ps.K, ps.V = q, k, v
+					return dev.RopeStorePaged(ps)
+				})
 				return read(t, q), readHalves(t, kb, cells), readHalves(t, vb, cells)
 			}
 			wantQ, wantK, wantV := run(false)

@@ -22,6 +22,13 @@ import (
 func openGPU(t testing.TB, m *model.Model, opts GPUOptions) *GPUEngine {
 	t.Helper()
 	e, err := NewGPUEngine(m, opts)
+	return opened(t, e, err)
+}
+
+// opened returns the engine e that an open gave with err, failing t on
+// err, and closes it when t ends (a failed close fails t).
+func opened[E interface{ Close() error }](t testing.TB, e E, err error) E {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,15 +102,7 @@ func TestGPUExecPrompt(t *testing.T) {
 			if err := nmse.Of(all, want); !(err <= tol) && !routingFlips(t, name, all, want, V, tol) {
 				t.Errorf("graphs=%v, every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, err, tol)
 			}
-			var b Batch
-			for i, tok := range toks {
-				b.Add(tok, int32(i), 1, i == n-1)
-			}
-			b.Add(toks[0], 0, 2, true)
-			out := make([]float32, 2*V)
-			if err := e.Forward(&b, out); err != nil {
-				t.Fatal(err)
-			}
+			out := forwardBeside(t, e, toks)
 			last := nmse.Of(out[:V], want[(n-1)*V:])
 			if !(last <= tol) {
 				t.Errorf("graphs=%v, one step of %d, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, n+1, last, tol)

@@ -7,25 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"llmserve/gguf"
 	"llmserve/internal/nmse"
-	"llmserve/internal/shared"
 	"llmserve/model"
-	"llmserve/model/tokenizer"
 )
 
 func openPagedGPU(t testing.TB, m *model.Model, opts GPUOptions) *PagedGPUEngine {
 	t.Helper()
 	e, err := NewPagedGPUEngine(m, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return e
+	return opened(t, e, err)
 }
 
 // scatteredTables gives slot s of seqs the blocks of a context of ctx
@@ -146,16 +135,7 @@ func TestGPUPagedGraphCheck(t *testing.T) {
 func gpuPagedScheduler(t *testing.T, opts GPUOptions, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
 	eng := openPagedGPU(t, loadModel(t, "models/stories260K.gguf"), opts)
-	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startSchedulerVocab(t, eng, tokVocab{tok}, cfg)
+	return startStoriesScheduler(t, eng, cfg)
 }
 
 // TestGPUPagedPrefixCache checks prompt reuse on the GPU pool in
@@ -171,25 +151,10 @@ func TestGPUPagedPrefixCache(t *testing.T) {
 	turn1 := runOne(t, s, first)
 	second := first
 	second.Prompt = append(append(slices.Clone(first.Prompt), turn1.tokens...), storiesTokens(6)[1:]...)
-	for _, tt := range []struct {
-		name   string
-		r      Request
-		cached uint64
-	}{
+	checkReuse(t, s, cold, []reuseCase{
 		{"same prompt", first, (50 - 1) / bs * bs},
 		{"second turn", second, uint64((len(second.Prompt) - 1) / bs * bs)},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			before := s.Metrics().Snapshot().CachedPrompt
-			got := runOne(t, s, tt.r)
-			if d := s.Metrics().Snapshot().CachedPrompt - before; d != tt.cached {
-				t.Errorf("%d prompt tokens from the cache, want %d", d, tt.cached)
-			}
-			if want := runOne(t, cold, tt.r); !sameScored(got, want) {
-				t.Errorf("with reuse %v, cold %v", got.tokens, want.tokens)
-			}
-		})
-	}
+	})
 }
 
 // TestGPUPagedExhaustion runs 16 greedy requests in 8 slots over a GPU

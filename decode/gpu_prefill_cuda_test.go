@@ -24,6 +24,23 @@ func cpuPrompt(t *testing.T, m *model.Model, n, ctx int) ([]int32, []float32) {
 	return toks, forwardAll(t, cpu, toks, 0)
 }
 
+// forwardBeside runs toks in one step as sequence 1 with its last row
+// wanted, beside the token toks[0] at position 0 of sequence 2, whose row
+// is wanted too, and returns the two rows of logits.
+func forwardBeside(t *testing.T, e Engine, toks []int32) []float32 {
+	t.Helper()
+	var b Batch
+	for i, tok := range toks {
+		b.Add(tok, int32(i), 1, i == len(toks)-1)
+	}
+	b.Add(toks[0], 0, 2, true)
+	out := make([]float32, 2*e.VocabSize())
+	if err := e.Forward(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // prefillTokens are n tokens drawn from a vocabulary of vocab.
 func prefillTokens(n, vocab int) []int32 {
 	r := rand.New(rand.NewPCG(7, uint64(n)))
@@ -72,15 +89,7 @@ func TestGPUPrefill(t *testing.T) {
 
 		// The prompt again in sequence 1 with its last row wanted, beside
 		// one token of sequence 2 whose logits are wanted too.
-		var b Batch
-		for i, tok := range toks {
-			b.Add(tok, int32(i), 1, i == n-1)
-		}
-		b.Add(toks[0], 0, 2, true)
-		out := make([]float32, 2*V)
-		if err := e.Forward(&b, out); err != nil {
-			t.Fatal(err)
-		}
+		out := forwardBeside(t, e, toks)
 		if err := nmse.Of(out[:V], last); !(err <= ptol) {
 			t.Errorf("one step, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", err, ptol)
 		}
@@ -100,6 +109,7 @@ func TestGPUPrefill(t *testing.T) {
 		}
 		d := openGPU(t, m, GPUOptions{Context: 320, MaxSeqs: 2, Graphs: true, Deterministic: true})
 		batched := forwardAll(t, d, toks[:100], 0)
+		var b Batch
 		for i, tok := range toks[:100] {
 			b.Reset()
 			b.Add(tok, int32(i), 1, true)

@@ -27,6 +27,13 @@ func storiesScheduler(t *testing.T, slots, ctx int) *Scheduler {
 func storiesSchedulerOn(t *testing.T, slots, ctx int, wrap func(Engine) Engine) *Scheduler {
 	t.Helper()
 	eng := wrap(openEngine(t, "models/stories260K.gguf", CPUOptions{Context: ctx, MaxSeqs: slots, Threads: 1}))
+	return startStoriesScheduler(t, eng, SchedulerConfig{MaxQueue: 64, StepTokens: 24})
+}
+
+// startStoriesScheduler starts a scheduler with cfg over eng, an engine of
+// stories260K, with the model's tokenizer as its vocabulary.
+func startStoriesScheduler(t *testing.T, eng Engine, cfg SchedulerConfig) *Scheduler {
+	t.Helper()
 	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func storiesSchedulerOn(t *testing.T, slots, ctx int, wrap func(Engine) Engine) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startSchedulerVocab(t, eng, tokVocab{tok}, SchedulerConfig{MaxQueue: 64, StepTokens: 24})
+	return startSchedulerVocab(t, eng, tokVocab{tok}, cfg)
 }
 
 // TestSchedulerCPUGolden runs the golden greedy continuation of BOS on

@@ -20,16 +20,7 @@ import (
 func pagedScheduler(t *testing.T, opts CPUOptions, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
 	eng := openEngine(t, "models/stories260K.gguf", opts)
-	f, err := gguf.Open(shared.Path(t, "models/stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startSchedulerVocab(t, eng, tokVocab{tok}, cfg)
+	return startStoriesScheduler(t, eng, cfg)
 }
 
 // scored is a request's tokens and their log-probabilities, which show
@@ -122,6 +113,33 @@ func TestSchedulerPoolExhaustion(t *testing.T) {
 	}
 }
 
+// reuseCase is a request and how many of its prompt tokens a scheduler
+// with a prefix cache takes from it.
+type reuseCase struct {
+	name   string
+	r      Request
+	cached uint64
+}
+
+// checkReuse runs each case, in order, on s (with a prefix cache) and on
+// cold (without): s must take the case's cached prompt tokens from its
+// cache and give the tokens and log-probs cold gives.
+func checkReuse(t *testing.T, s, cold *Scheduler, cases []reuseCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			before := s.Metrics().Snapshot().CachedPrompt
+			got := runOne(t, s, tt.r)
+			if d := s.Metrics().Snapshot().CachedPrompt - before; d != tt.cached {
+				t.Errorf("%d prompt tokens from the cache, want %d", d, tt.cached)
+			}
+			if want := runOne(t, cold, tt.r); !sameScored(got, want) {
+				t.Errorf("with reuse %v, cold %v", got.tokens, want.tokens)
+			}
+		})
+	}
+}
+
 // TestSchedulerPrefixCache checks reuse across requests on stories260K: a
 // repeated prompt, and a second chat turn (the first turn's prompt and
 // reply and more), take their full blocks from the cache, all but the
@@ -140,28 +158,12 @@ func TestSchedulerPrefixCache(t *testing.T) {
 	seeded.Sampling = SamplerParams{Temperature: 0.9, TopK: 40, Seed: 5, Logprobs: true}
 	noCache := first
 	noCache.NoPromptCache = true
-	tests := []struct {
-		name   string
-		r      Request
-		cached uint64
-	}{
+	checkReuse(t, s, cold, []reuseCase{
 		{"same prompt", first, (50 - 1) / bs * bs},
 		{"same prompt, seeded", seeded, (50 - 1) / bs * bs},
 		{"second turn", second, uint64((len(second.Prompt) - 1) / bs * bs)},
 		{"cache_prompt false", noCache, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := s.Metrics().Snapshot().CachedPrompt
-			got := runOne(t, s, tt.r)
-			if d := s.Metrics().Snapshot().CachedPrompt - before; d != tt.cached {
-				t.Errorf("%d prompt tokens from the cache, want %d", d, tt.cached)
-			}
-			if want := runOne(t, cold, tt.r); !sameScored(got, want) {
-				t.Errorf("with reuse %v, cold %v", got.tokens, want.tokens)
-			}
-		})
-	}
+	})
 	if c := cold.Metrics().Snapshot().CachedPrompt; c != 0 {
 		t.Errorf("%d prompt tokens from the cache with NoPrefixCache", c)
 	}

@@ -104,10 +104,8 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	if err := c.check("attention"); err != nil {
 		return err
 	}
-	if heads < 1 || heads%c.KVHeads != 0 || heads/c.KVHeads > MaxGroup || q.Cols != heads*c.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
-		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
-		return fmt.Errorf("kernels: attention: q %d×%d, out %d×%d, %d heads over %d KV heads of %d (at most %d per KV head), %d positions, %d seqs",
-			q.Rows, q.Cols, out.Rows, out.Cols, heads, c.KVHeads, c.HeadDim, MaxGroup, pos.Len, seq.Len)
+	if err := checkAttention("attention", c.KVHeads, c.HeadDim, q, out, heads, pos, seq); err != nil {
+		return err
 	}
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
@@ -121,9 +119,29 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale), cuda.I(tile)); err != nil {
 		return err
 	}
-	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
-		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(c.HeadDim),
-		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs)
+}
+
+// checkAttention checks the operands of an attention (op) over a cache of
+// kvHeads heads of headDim: q and out B × heads*headDim, heads a multiple
+// of kvHeads (at most MaxGroup per KV head), B positions and sequences.
+func checkAttention(op string, kvHeads, headDim int, q, out DevF32, heads int, pos, seq DevI32) error {
+	if heads < 1 || heads%kvHeads != 0 || heads/kvHeads > MaxGroup || q.Cols != heads*headDim || out.Rows != q.Rows || out.Cols != q.Cols ||
+		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
+		return fmt.Errorf("kernels: %s: q %d×%d, out %d×%d, %d heads over %d KV heads of %d (at most %d per KV head), %d positions, %d seqs",
+			op, q.Rows, q.Cols, out.Rows, out.Cols, heads, kvHeads, headDim, MaxGroup, pos.Len, seq.Len)
+	}
+	return nil
+}
+
+// attentionMerge launches attention_merge, which merges the splits'
+// partial results in scratch (attention_part's or attention_part_pf16's
+// layout) into out (B × heads*headDim), zeros for tokens whose seq and pos
+// fall outside maxSeqs × ctx.
+func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs int) error {
+	return d.launch("attention_merge", cuda.Dim3{X: out.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(headDim, 32)}, 0,
+		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(headDim),
+		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs))
 }
 
 // RopeStoreOp prepares a step's queries and keys for Attention: each head

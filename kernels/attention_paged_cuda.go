@@ -99,10 +99,8 @@ func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq 
 	if err := p.check("attention_pf16"); err != nil {
 		return err
 	}
-	if heads < 1 || heads%p.KVHeads != 0 || heads/p.KVHeads > MaxGroup || q.Cols != heads*p.HeadDim || out.Rows != q.Rows || out.Cols != q.Cols ||
-		pos.Len != q.Rows || seq.Len != q.Rows || q.Rows < 1 {
-		return fmt.Errorf("kernels: attention_pf16: q %d×%d, out %d×%d, %d heads over %d KV heads of %d (at most %d per KV head), %d positions, %d seqs",
-			q.Rows, q.Cols, out.Rows, out.Cols, heads, p.KVHeads, p.HeadDim, MaxGroup, pos.Len, seq.Len)
+	if err := checkAttention("attention_pf16", p.KVHeads, p.HeadDim, q, out, heads, pos, seq); err != nil {
+		return err
 	}
 	if need := AttentionPagedScratch(p.KVPoolLayout, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: attention_pf16: scratch of %d floats, need %d", scratch.Len(), need)
@@ -117,9 +115,7 @@ func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq 
 		cuda.Dim3{X: 128}, attentionPagedShared(tile, p.HeadDim, group), args...); err != nil {
 		return err
 	}
-	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(p.HeadDim, 32)}, 0,
-		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(p.HeadDim),
-		cuda.I(splits), cuda.I(p.Ctx()), cuda.I(p.MaxSeqs))
+	return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)
 }
 
 // KVPoolCells writes, for each query i, the device's kv_cell of slot

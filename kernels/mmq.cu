@@ -420,26 +420,25 @@ static __device__ __forceinline__ void load_stage(const MmqParams &p, Stage<T, B
   }
 }
 
-// wfrag reads block j of row r of a stage of W for fragment column t (as
-// WLayout::frag): from the raw stage, or (CV) from its converted tile.
-template <int T, int BM, int BN, bool CV>
-static __device__ __forceinline__ void wfrag(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int r, int j, int t, int h,
-                                             int &lo, int &hi, float &dw, float &mw) {
-  if constexpr (CV) {
-    const int *q = (const int *)(cv->q + r * MMQ_XSTRIDE + j * 32);
-    lo = q[t];
-    hi = q[t + 4];
-    dw = cv->d[r * MMQ_KB + j];
-    mw = cv->m[r * MMQ_KB + j];
+// wl_frag reads block j of a raw stage row for fragment column t as the
+// layout gives it: WLayout::frag, or frag16 for the layouts with 16-value
+// scales (sub16), whose dw and mw are float2 (MmqScale).
+template <int T>
+static __device__ __forceinline__ void wl_frag(const uint8_t *row, int j, int t, int h, int &lo, int &hi,
+                                               typename MmqScale<WLayout<T>::sub16>::type &dw,
+                                               typename MmqScale<WLayout<T>::sub16>::type &mw) {
+  if constexpr (WLayout<T>::sub16) {
+    WLayout<T>::frag16(row, j, t, h, lo, hi, dw, mw);
   } else {
-    WLayout<T>::frag(st.w + r * WLayout<T>::stride, j, t, h, lo, hi, dw, mw);
+    WLayout<T>::frag(row, j, t, h, lo, hi, dw, mw);
   }
 }
 
-// wfrag16 is wfrag for the layouts with 16-value scales (frag16).
+// wfrag reads block j of row r of a stage of W for fragment column t (as
+// wl_frag): from the raw stage, or (CV) from its converted tile.
 template <int T, int BM, int BN, bool CV>
-static __device__ __forceinline__ void wfrag16(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int r, int j, int t, int h,
-                                               int &lo, int &hi, float2 &dw, float2 &mw) {
+static __device__ __forceinline__ void wfrag(const Stage<T, BM, BN> &st, const Conv<T, BM> *cv, int r, int j, int t, int h,
+                                             int &lo, int &hi, typename Conv<T, BM>::S &dw, typename Conv<T, BM>::S &mw) {
   if constexpr (CV) {
     const int *q = (const int *)(cv->q + r * MMQ_XSTRIDE + j * 32);
     lo = q[t];
@@ -447,7 +446,7 @@ static __device__ __forceinline__ void wfrag16(const Stage<T, BM, BN> &st, const
     dw = cv->d[r * MMQ_KB + j];
     mw = cv->m[r * MMQ_KB + j];
   } else {
-    WLayout<T>::frag16(st.w + r * WLayout<T>::stride, j, t, h, lo, hi, dw, mw);
+    wl_frag<T>(st.w + r * WLayout<T>::stride, j, t, h, lo, hi, dw, mw);
   }
 }
 
@@ -461,11 +460,7 @@ static __device__ __forceinline__ void convert_stage(const Stage<T, BM, BN> &st,
     const int t = idx & 3, j = (idx >> 2) % MMQ_KB, i = idx / (4 * MMQ_KB);
     int lo, hi;
     typename Conv<T, BM>::S dw, mw;
-    if constexpr (L::sub16) {
-      L::frag16(st.w + i * L::stride, j, t, h, lo, hi, dw, mw);
-    } else {
-      L::frag(st.w + i * L::stride, j, t, h, lo, hi, dw, mw);
-    }
+    wl_frag<T>(st.w + i * L::stride, j, t, h, lo, hi, dw, mw);
     int *q = (int *)(cv.q + i * MMQ_XSTRIDE + j * 32);
     q[t] = lo;
     q[t + 4] = hi;
@@ -573,8 +568,8 @@ static __device__ __forceinline__ void compute_stage16(const Stage<T, BM, BN> &s
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
       const int r = wr + mi * 16 + g;
-      wfrag16<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
-      wfrag16<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
+      wfrag<T, BM, BN, CV>(st, cv, r, j, t, h, a[mi][0], a[mi][2], dw[mi][0], mw[mi][0]);
+      wfrag<T, BM, BN, CV>(st, cv, r + 8, j, t, h, a[mi][1], a[mi][3], dw[mi][1], mw[mi][1]);
     }
 #pragma unroll
     for (int ni = 0; ni < NI; ni++) {

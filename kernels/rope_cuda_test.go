@@ -39,23 +39,8 @@ func TestRopeEpilogue(t *testing.T) {
 			pos := []int32{3, 1000, 17}
 			seq := []int32{0, 1, -1}
 			B, qDim, kvDim := len(pos), heads*c.headDim, kvHeads*c.headDim
-			mat := func(rows int) DevMatrix {
-				return g.matrix(c.typ, randomRows(rng, c.typ, rows, cols), rows, cols, false)
-			}
-			wq, wk, wv := mat(qDim), mat(kvDim), mat(kvDim)
-			x, norm := g.f32(randF32(rng, B*cols), B, cols), g.f32(randF32(rng, cols), 1, cols)
-			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}
-			if c.factors {
-				ff := make([]float32, c.dim/2)
-				for i := range ff {
-					ff[i] = 1 + 7*rng.Float32()
-				}
-				r.Factors = g.f32(ff, 1, len(ff))
-			}
-			var qn, kn DevF32
-			if c.norm {
-				qn, kn = g.f32(randF32(rng, c.headDim), 1, c.headDim), g.f32(randF32(rng, c.headDim), 1, c.headDim)
-			}
+			st := newRopeStep(g, rng, c.typ, B, kvHeads, cols, RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}, c.factors, c.norm)
+			r, qn, kn := st.rope, st.qn, st.kn
 			pd, sd := g.i32(pos), g.i32(seq)
 			// run leaves the queries and the cache of one way of running the step.
 			run := func(fuse bool) (outQ, outK, outV []float32) {
@@ -63,29 +48,14 @@ func TestRopeEpilogue(t *testing.T) {
 				kcb, vcb := g.poisoned(maxSeqs*ctx, kvDim), g.poisoned(maxSeqs*ctx, kvDim)
 				cache := DevKVCache{K: kcb.Ptr, V: vcb.Ptr, MaxSeqs: maxSeqs, Ctx: ctx, KVHeads: kvHeads, HeadDim: c.headDim}
 				rs := RopeStoreOp{Cache: cache, QNorm: qn, KNorm: kn, Eps: 1e-6, Pos: pd, Seq: sd, Rope: r}
-				op := MatVecOp{Segs: []MatVecSeg{{W: wq, Y: q}, {W: wk, Y: k}, {W: wv, Y: v}}, X: x, Norm: norm, Eps: 1e-6}
+				var e *RopeEpilogue
 				if fuse {
-					e, err := dev.NewRopeEpilogue(rs)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer e.Free()
-					if e.Fused() != c.fusable {
-						t.Errorf("Fused() = %v, want %v", e.Fused(), c.fusable)
-					}
-					op.Rope = e
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-					rs.Q, rs.K, rs.V = q, k, v
-					if err := dev.RopeStore(rs); err != nil {
-						t.Fatal(err)
-					}
+					e = keepEpilogue(t)(dev.NewRopeEpilogue(rs))
 				}
+				st.run(t, q, k, v, e, c.fusable, func() error {
+					rs.Q, rs.K, rs.V = q, k, v
+					return dev.RopeStore(rs)
+				})
 				return read(t, q), read(t, kcb), read(t, vcb)
 			}
 			wantQ, wantK, wantV := run(false)
@@ -111,5 +81,85 @@ func TestRopeEpilogue(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ropeStep is the step both epilogue tests run: the Q/K/V weights of a
+// layer (rope.Heads query heads and kvHeads KV heads of rope.HeadDim, cols
+// wide), the input of B tokens and its norm, the rotation and the head
+// norms (zero when not drawn).
+type ropeStep struct {
+	wq, wk, wv DevMatrix
+	x, norm    DevF32
+	rope       RopeParams
+	qn, kn     DevF32
+}
+
+// newRopeStep draws a ropeStep from rng (in this order: the weights, the
+// input, its norm, with factors the rotation's frequency factors, with
+// norm the head norms) for weights of typ.
+func newRopeStep(g *gpuBuffers, rng *rand.Rand, typ gguf.Type, B, kvHeads, cols int, rope RopeParams, factors, norm bool) ropeStep {
+	mat := func(rows int) DevMatrix {
+		return g.matrix(typ, randomRows(rng, typ, rows, cols), rows, cols, false)
+	}
+	st := ropeStep{rope: rope}
+	st.wq, st.wk, st.wv = mat(rope.Heads*rope.HeadDim), mat(kvHeads*rope.HeadDim), mat(kvHeads*rope.HeadDim)
+	st.x, st.norm = g.f32(randF32(rng, B*cols), B, cols), g.f32(randF32(rng, cols), 1, cols)
+	if factors {
+		ff := make([]float32, rope.Dim/2)
+		for i := range ff {
+			ff[i] = 1 + 7*rng.Float32()
+		}
+		st.rope.Factors = g.f32(ff, 1, len(ff))
+	}
+	if norm {
+		hd := rope.HeadDim
+		st.qn, st.kn = g.f32(randF32(rng, hd), 1, hd), g.f32(randF32(rng, hd), 1, hd)
+	}
+	return st
+}
+
+// product is the step's Q/K/V product into q, k and v.
+func (st ropeStep) product(q, k, v DevF32) MatVecOp {
+	return MatVecOp{Segs: []MatVecSeg{{W: st.wq, Y: q}, {W: st.wk, Y: k}, {W: st.wv, Y: v}}, X: st.x, Norm: st.norm, Eps: 1e-6}
+}
+
+// run runs the step's product into q, k and v: with e, the rotation and
+// cache write fused in (e.Fused() must be fusable), else the product and
+// then after (the rotation and cache write on their own).
+func (st ropeStep) run(t *testing.T, q, k, v DevF32, e *RopeEpilogue, fusable bool, after func() error) {
+	t.Helper()
+	op := st.product(q, k, v)
+	if e != nil {
+		if e.Fused() != fusable {
+			t.Errorf("Fused() = %v, want %v", e.Fused(), fusable)
+		}
+		op.Rope = e
+	}
+	if err := dev.MatVecFused(op); err != nil {
+		t.Fatal(err)
+	}
+	if e == nil {
+		if err := after(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// keepEpilogue takes the result of a NewRopeEpilogue call (or
+// NewPagedRopeEpilogue), failing t on its error, and frees the epilogue
+// when t ends.
+func keepEpilogue(t *testing.T) func(*RopeEpilogue, error) *RopeEpilogue {
+	return func(e *RopeEpilogue, err error) *RopeEpilogue {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := e.Free(); err != nil {
+				t.Errorf("free epilogue: %v", err)
+			}
+		})
+		return e
 	}
 }

@@ -46,16 +46,8 @@ func TestRopeEpiloguePaged(t *testing.T) {
 			pos := []int32{3, 1000, 17, 40}
 			seq := []int32{0, 1, -1, 1}
 			B, qDim, kvDim := len(pos), heads*c.headDim, l.KVDim()
-			mat := func(rows int) DevMatrix {
-				return g.matrix(c.typ, randomRows(rng, c.typ, rows, cols), rows, cols, false)
-			}
-			wq, wk, wv := mat(qDim), mat(kvDim), mat(kvDim)
-			x, norm := g.f32(randF32(rng, B*cols), B, cols), g.f32(randF32(rng, cols), 1, cols)
-			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}
-			var qn, kn DevF32
-			if c.norm {
-				qn, kn = g.f32(randF32(rng, c.headDim), 1, c.headDim), g.f32(randF32(rng, c.headDim), 1, c.headDim)
-			}
+			st := newRopeStep(g, rng, c.typ, B, kvHeads, cols, RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}, false, c.norm)
+			r, qn, kn := st.rope, st.qn, st.kn
 			pd, sd, td := g.i32(pos), g.i32(seq), g.i32(tables)
 			cells := l.Cells() * kvDim
 			run := func(fuse bool) (outQ []float32, outK, outV []uint16) {
@@ -63,29 +55,14 @@ func TestRopeEpiloguePaged(t *testing.T) {
 				kb, vb := g.halves(cells, 0x7e00), g.halves(cells, 0x7e00)
 				pool := DevKVPool{KVPoolLayout: l, K: kb, V: vb, Tables: td.Ptr}
 				ps := RopeStorePagedOp{Pool: pool, QNorm: qn, KNorm: kn, Eps: 1e-6, Pos: pd, Seq: sd, Rope: r}
-				op := MatVecOp{Segs: []MatVecSeg{{W: wq, Y: q}, {W: wk, Y: k}, {W: wv, Y: v}}, X: x, Norm: norm, Eps: 1e-6}
+				var e *RopeEpilogue
 				if fuse {
-					e, err := dev.NewPagedRopeEpilogue(ps)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer e.Free()
-					if e.Fused() != c.fusable {
-						t.Errorf("Fused() = %v, want %v", e.Fused(), c.fusable)
-					}
-					op.Rope = e
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					if err := dev.MatVecFused(op); err != nil {
-						t.Fatal(err)
-					}
-					ps.Q, ps.K, ps.V = q, k, v
-					if err := dev.RopeStorePaged(ps); err != nil {
-						t.Fatal(err)
-					}
+					e = keepEpilogue(t)(dev.NewPagedRopeEpilogue(ps))
 				}
+				st.run(t, q, k, v, e, c.fusable, func() error {
+					ps.Q, ps.K, ps.V = q, k, v
+					return dev.RopeStorePaged(ps)
+				})
 				return read(t, q), readHalves(t, kb, cells), readHalves(t, vb, cells)
 			}
 			wantQ, wantK, wantV := run(false)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 	"unsafe"
 
@@ -237,40 +236,13 @@ func TestGPUMatMulQ16Refuses(t *testing.T) {
 	x, y := g.poisoned(4, 256), g.poisoned(4, 64)
 	scratch := g.poisoned(1, int(MatMulHalfScratchBytes(4, 256)/4))
 	good := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(4, 256)}
-	if err := dev.matMulHalfQ(good); err != nil {
-		t.Fatalf("a valid product: %v", err)
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		edit func(op *MatMulOp)
-	}{
+	checkRefuses(t, "matMulHalfQ", dev.matMulHalfQ, good, append([]refusal{
 		{"type f16", func(op *MatMulOp) { op.W.Type = gguf.TypeF16 }},
 		{"type q2_k", func(op *MatMulOp) { op.W.Type = gguf.TypeQ2_K }},
 		{"wide q4_k", func(op *MatMulOp) { op.W.Wide = true }},
 		{"cols of a k-quant", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 192, 192 }},
-		{"x shape", func(op *MatMulOp) { op.X.Cols = 128 }},
-		{"y shape", func(op *MatMulOp) { op.Y.Rows = 3 }},
-		{"y cols", func(op *MatMulOp) { op.Y.Cols = 32 }},
-		{"no rows", func(op *MatMulOp) { op.X.Rows, op.Y.Rows = 0, 0 }},
-		{"too many weight rows", func(op *MatMulOp) { op.W.Rows, op.Y.Cols = 65535*64+1, 65535*64+1 }},
-		{"scratch", func(op *MatMulOp) { op.ScratchBytes-- }},
-		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"weights alignment", func(op *MatMulOp) { op.W.Ptr += 4 }},
-		{"activations alignment", func(op *MatMulOp) { op.X.Ptr += 4 }},
-		{"scratch alignment", func(op *MatMulOp) { op.Scratch += 8 }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			op := good
-			c.edit(&op)
-			if err := dev.matMulHalfQ(op); err == nil {
-				t.Errorf("matMulHalfQ ran %+v", op)
-			}
-		})
-	}
+	}, halfRefusals...))
 }
 
 // TestGPUMatMulsQ16 checks that MatMulsOp.Q16 runs the matrices mmhq.cu
@@ -380,56 +352,17 @@ func BenchmarkGPUMatMulQ16(b *testing.B) {
 			scratch := g.poisoned(1, int(sb/4))
 			for _, B := range batches {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: sb}
-				type path struct {
-					name string
-					run  func() error
-				}
-				paths := []path{{"mmq-default", func() error { return dev.MatMul(op) }}}
+				paths := []benchPath{{"mmq-default", func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmhqTiles {
 					if mmhqShared(kind, tile) <= dev.maxShared {
-						paths = append(paths, path{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn(op, tile) }})
+						paths = append(paths, benchPath{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn(op, tile) }})
 					}
 				}
 				picked := mmhqTileFor(B, rows, dev.Context().Multiprocessors())
-				paths = append(paths, path{"mmhq-picked-" + picked.String(), func() error { return dev.matMulHalfQ(op) }})
-				flops := 2 * float64(B) * float64(rows) * float64(cols)
-				reps := int(min(200, max(3, 2e11/flops)))
-				type result struct {
-					name   string
-					tflops float64
-				}
-				var res []result
-				for _, p := range paths {
-					if err := p.run(); err != nil { // warm up
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					if err := start.Record(); err != nil {
-						b.Fatal(err)
-					}
-					for r := 0; r < reps; r++ {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := end.Record(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					el, err := end.Since(start)
-					if err != nil {
-						b.Fatal(err)
-					}
-					res = append(res, result{p.name, flops * float64(reps) / el.Seconds() / 1e12})
-				}
+				paths = append(paths, benchPath{"mmhq-picked-" + picked.String(), func() error { return dev.matMulHalfQ(op) }})
+				res := timePaths(b, start, end, paths, 2*float64(B)*float64(rows)*float64(cols))
 				deflt := res[0].tflops
-				sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
-				line := fmt.Sprintf("mmhq-bench %s %dx%d B=%d:", kind, rows, cols, B)
-				for _, r := range res {
-					line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
-				}
-				fmt.Println(line)
+				fmt.Println(benchLine(fmt.Sprintf("mmhq-bench %s %dx%d B=%d", kind, rows, cols, B), res))
 				best := res[0]
 				if best.name == "mmq-default" && len(res) > 1 {
 					best = res[1]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 	"unsafe"
 
@@ -309,16 +308,7 @@ func TestGPUMatMulRefuses(t *testing.T) {
 	x, y := g.poisoned(4, 256), g.poisoned(4, 64)
 	scratch := g.poisoned(1, int(MatMulScratchBytes(4, 256)/4))
 	good := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(4, 256)}
-	if err := dev.MatMul(good); err != nil {
-		t.Fatalf("a valid product: %v", err)
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		edit func(op *MatMulOp)
-	}{
+	checkRefuses(t, "MatMul", dev.MatMul, good, []refusal{
 		{"type", func(op *MatMulOp) { op.W.Type = gguf.TypeF16 }},
 		{"wide type", func(op *MatMulOp) { op.W.Type, op.W.Wide = gguf.TypeQ4_K, true }},
 		{"k-quant cols", func(op *MatMulOp) { op.W.Type, op.W.Cols, op.X.Cols = gguf.TypeQ4_K, 192, 192 }},
@@ -329,16 +319,7 @@ func TestGPUMatMulRefuses(t *testing.T) {
 		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"alignment", func(op *MatMulOp) { op.W.Ptr += 2 }},
 		{"wide", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 192, 192; op.W.Wide = true }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			op := good
-			c.edit(&op)
-			if err := dev.MatMul(op); err == nil {
-				t.Errorf("MatMul ran %+v", op)
-			}
-		})
-	}
+	})
 }
 
 // BenchmarkGPUMatMul times every variant of the tensor-core products
@@ -371,28 +352,24 @@ func BenchmarkGPUMatMul(b *testing.B) {
 			scratch := g.poisoned(1, int(MatMulScratchBytes(maxB, cols)/4))
 			for _, B := range mmqBenchBatches {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(maxB, cols)}
-				type path struct {
-					name string
-					run  func() error
-				}
 				def := mmqTileFor(kind, B)
 				stages := mmqKPad(cols) / mmqStage
 				defParts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, def.rows)*ceilDiv(B, def.batch), def.warps(), dev.ctx.Multiprocessors())
 				if mmqDefault(kind, B).parts == 1 {
 					defParts = 1
 				}
-				paths := []path{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
+				paths := []benchPath{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmqTiles {
 					v := mmqVariant{tile, 1}
-					paths = append(paths, path{tile.String() + "/p1", func() error { return dev.matMul(op, v) }})
+					paths = append(paths, benchPath{tile.String() + "/p1", func() error { return dev.matMul(op, v) }})
 					parts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, tile.rows)*ceilDiv(B, tile.batch), tile.warps(), dev.ctx.Multiprocessors())
 					if parts > 1 {
 						v := mmqVariant{tile, 0}
-						paths = append(paths, path{fmt.Sprintf("%v/p%d", tile, parts), func() error { return dev.matMul(op, v) }})
+						paths = append(paths, benchPath{fmt.Sprintf("%v/p%d", tile, parts), func() error { return dev.matMul(op, v) }})
 					}
 				}
 				if B <= 64 {
-					paths = append(paths, path{"mvq", func() error {
+					paths = append(paths, benchPath{"mvq", func() error {
 						for b0 := 0; b0 < B; b0 += MaxBatch {
 							n := min(MaxBatch, B-b0)
 							if err := dev.MatVec(w, x.Slice(b0, b0+n), y.Slice(b0, b0+n)); err != nil {
@@ -402,48 +379,9 @@ func BenchmarkGPUMatMul(b *testing.B) {
 						return nil
 					}})
 				}
-				flops := 2 * float64(B) * float64(rows) * float64(cols)
-				reps := int(min(200, max(3, 2e11/flops)))
-				type result struct {
-					name   string
-					tflops float64
-				}
-				var res []result
-				var deflt float64
-				for i, p := range paths {
-					if err := p.run(); err != nil { // warm up
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					if err := start.Record(); err != nil {
-						b.Fatal(err)
-					}
-					for r := 0; r < reps; r++ {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := end.Record(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					el, err := end.Since(start)
-					if err != nil {
-						b.Fatal(err)
-					}
-					tf := flops * float64(reps) / el.Seconds() / 1e12
-					res = append(res, result{p.name, tf})
-					if i == 0 {
-						deflt = tf
-					}
-				}
-				sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
-				line := fmt.Sprintf("mmq-bench %v %dx%d B=%d:", kind, rows, cols, B)
-				for _, r := range res {
-					line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
-				}
-				fmt.Println(line)
+				res := timePaths(b, start, end, paths, 2*float64(B)*float64(rows)*float64(cols))
+				deflt := res[0].tflops
+				fmt.Println(benchLine(fmt.Sprintf("mmq-bench %v %dx%d B=%d", kind, rows, cols, B), res))
 				summary = append(summary, fmt.Sprintf("mmq-best %v %dx%d B=%d: %s %.1f, default %.1f", kind, rows, cols, B, res[0].name, res[0].tflops, deflt))
 			}
 		}

@@ -1,0 +1,115 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"llmserve/internal/cuda"
+)
+
+// refusal is an edit of a valid product that makes it one a product must
+// refuse.
+type refusal struct {
+	name string
+	edit func(op *MatMulOp)
+}
+
+// halfRefusals are the edits both 16-bit tensor-core products (matMulHalf
+// and matMulHalfQ) refuse whatever the weights: shapes, the grid's limit,
+// the scratch buffer and the alignment of X and the scratch.
+var halfRefusals = []refusal{
+	{"x shape", func(op *MatMulOp) { op.X.Cols = 128 }},
+	{"y shape", func(op *MatMulOp) { op.Y.Rows = 3 }},
+	{"y cols", func(op *MatMulOp) { op.Y.Cols = 32 }},
+	{"no rows", func(op *MatMulOp) { op.X.Rows, op.Y.Rows = 0, 0 }},
+	{"too many weight rows", func(op *MatMulOp) { op.W.Rows, op.Y.Cols = 65535*64+1, 65535*64+1 }},
+	{"scratch", func(op *MatMulOp) { op.ScratchBytes-- }},
+	{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
+	{"activations alignment", func(op *MatMulOp) { op.X.Ptr += 4 }},
+	{"scratch alignment", func(op *MatMulOp) { op.Scratch += 8 }},
+}
+
+// checkRefuses checks that run (named name in the messages) runs good,
+// the device syncing clean after it, and returns an error for good under
+// each edit of cases, one subtest a case.
+func checkRefuses(t *testing.T, name string, run func(MatMulOp) error, good MatMulOp, cases []refusal) {
+	t.Helper()
+	if len(cases) == 0 {
+		t.Fatalf("%s: no cases", name)
+	}
+	if err := run(good); err != nil {
+		t.Fatalf("%s: a valid product: %v", name, err)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := good
+			c.edit(&op)
+			if err := run(op); err == nil {
+				t.Errorf("%s ran %+v", name, op)
+			}
+		})
+	}
+}
+
+// benchPath is one way a product benchmark computes its product.
+type benchPath struct {
+	name string
+	run  func() error
+}
+
+// benchRate is the rate a benchPath ran at.
+type benchRate struct {
+	name   string
+	tflops float64
+}
+
+// timePaths runs each path once to warm up, then times reps =
+// clamp(2e11/flops, 3, 200) runs of it between the events start and end,
+// and returns each path's TFLOP/s (flops a run), in the order of paths.
+func timePaths(b *testing.B, start, end *cuda.Event, paths []benchPath, flops float64) []benchRate {
+	b.Helper()
+	reps := int(min(200, max(3, 2e11/flops)))
+	res := make([]benchRate, 0, len(paths))
+	for _, p := range paths {
+		if err := p.run(); err != nil { // warm up
+			b.Fatalf("%s: %v", p.name, err)
+		}
+		if err := start.Record(); err != nil {
+			b.Fatal(err)
+		}
+		for r := 0; r < reps; r++ {
+			if err := p.run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := end.Record(); err != nil {
+			b.Fatal(err)
+		}
+		if err := dev.Sync(); err != nil {
+			b.Fatalf("%s: %v", p.name, err)
+		}
+		el, err := end.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res = append(res, benchRate{p.name, flops * float64(reps) / el.Seconds() / 1e12})
+	}
+	return res
+}
+
+// benchLine sorts res fastest first (ties in their order) and formats it
+// after head: "head: name rate | name rate |…".
+func benchLine(head string, res []benchRate) string {
+	sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
+	line := head + ":"
+	for _, r := range res {
+		line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
+	}
+	return line
+}

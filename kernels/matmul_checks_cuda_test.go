@@ -10,6 +10,30 @@ import (
 	"llmserve/internal/cuda"
 )
 
+// layoutField is one figure a layout kernel (mmh_layout, mmhq_layout,
+// mmq_layout) writes, and the Go value it must equal.
+type layoutField struct {
+	field string
+	v     uintptr
+}
+
+// checkLayout launches the layout kernel named kernel on one thread, which
+// writes len(want) ints, and checks each against want, in order.
+func checkLayout(t *testing.T, kernel string, want []layoutField) {
+	t.Helper()
+	g := newBuffers(t)
+	out := g.i32(make([]int32, len(want)))
+	if err := dev.launch(kernel, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
+		t.Fatal(err)
+	}
+	got := readI32(t, out)
+	for i, w := range want {
+		if int(got[i]) != int(w.v) {
+			t.Errorf("%s: %s: %d in C, %d in Go", kernel, w.field, got[i], w.v)
+		}
+	}
+}
+
 // refusal is an edit of a valid product that makes it one a product must
 // refuse.
 type refusal struct {

@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"llmserve/gguf"
-	"llmserve/internal/cuda"
 )
 
 // TestGPUMatMulHalfLayout checks that mmhParams (Go) and MmhParams (mmh.cu)
@@ -19,17 +18,8 @@ import (
 // with: mmh_layout writes the C struct's size and field offsets, then
 // MMH_BK, MMH_STAGES and MMH_PAD.
 func TestGPUMatMulHalfLayout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 13))
-	if err := dev.launch("mmh_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmhParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	checkLayout(t, "mmh_layout", []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"x", unsafe.Offsetof(p.X)},
@@ -43,12 +33,7 @@ func TestGPUMatMulHalfLayout(t *testing.T) {
 		{"MMH_BK", mmhBK},
 		{"MMH_STAGES", mmhStages},
 		{"MMH_PAD", mmhPad},
-	}
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	})
 }
 
 // mmhRound is x rounded to the 16-bit type typ and widened back, as

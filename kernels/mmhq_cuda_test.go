@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"llmserve/gguf"
-	"llmserve/internal/cuda"
 )
 
 // TestGPUMatMulQ16Layout checks that mmhqParams (Go) and MmhqParams
@@ -18,17 +17,8 @@ import (
 // with: mmhq_layout writes the C struct's size and field offsets, MMHQ_BK,
 // MMHQ_PAD, then the raw stage strides of mmhqKinds.
 func TestGPUMatMulQ16Layout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 11+len(mmhqKinds)))
-	if err := dev.launch("mmhq_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmhqParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	want := []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"x", unsafe.Offsetof(p.X)},
@@ -42,16 +32,9 @@ func TestGPUMatMulQ16Layout(t *testing.T) {
 		{"MMHQ_PAD", mmhPad},
 	}
 	for _, k := range mmhqKinds {
-		want = append(want, struct {
-			field string
-			v     uintptr
-		}{"stride " + k.name, uintptr(k.stride)})
+		want = append(want, layoutField{"stride " + k.name, uintptr(k.stride)})
 	}
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	checkLayout(t, "mmhq_layout", want)
 }
 
 // mmhqBatches are the batches TestGPUMatMulQ16 runs every shape at, and

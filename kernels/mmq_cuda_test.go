@@ -18,17 +18,8 @@ import (
 // mmq_layout writes the C struct's size and field offsets, then the
 // strides.
 func TestGPUMatMulLayout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 13+len(mmqKinds)+1))
-	if err := dev.launch("mmq_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmqParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	want := []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"xq", unsafe.Offsetof(p.XQ)},
@@ -44,20 +35,10 @@ func TestGPUMatMulLayout(t *testing.T) {
 		{"split_stages", unsafe.Offsetof(p.SplitStages)},
 	}
 	for _, k := range mmqKinds {
-		want = append(want, struct {
-			field string
-			v     uintptr
-		}{"stride of " + k.name, uintptr(k.stride)})
+		want = append(want, layoutField{"stride of " + k.name, uintptr(k.stride)})
 	}
-	want = append(want, struct {
-		field string
-		v     uintptr
-	}{"MMQ_XSTRIDE", mmqXStride})
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	want = append(want, layoutField{"MMQ_XSTRIDE", mmqXStride})
+	checkLayout(t, "mmq_layout", want)
 }
 
 // mmqBatches are the batch sizes every product shape is tested at: below,

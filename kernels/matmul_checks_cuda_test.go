@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"testing"
 
@@ -32,6 +33,36 @@ func checkLayout(t *testing.T, kernel string, want []layoutField) {
 			t.Errorf("%s: %s: %d in C, %d in Go", kernel, w.field, got[i], w.v)
 		}
 	}
+}
+
+// checkWritten fails t at the first NaN of y (batch rows of rows values):
+// a value the product left of the poisoned buffer it wrote to.
+func checkWritten(t *testing.T, y []float32, rows int) {
+	t.Helper()
+	for i, v := range y {
+		if math.IsNaN(float64(v)) {
+			t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
+		}
+	}
+}
+
+// checkedValues lists the values of y (batch rows of rows values) at the
+// weight rows checked, batch row by batch row (index b·len(checked)+i, as
+// the references list them), less base's where base is not nil (the Y a
+// residual product added to).
+func checkedValues(y, base []float32, rows int, checked []int) []float32 {
+	B := len(y) / rows
+	got := make([]float32, 0, B*len(checked))
+	for b := 0; b < B; b++ {
+		for _, r := range checked {
+			v := y[b*rows+r]
+			if base != nil {
+				v -= base[b*rows+r]
+			}
+			got = append(got, v)
+		}
+	}
+	return got
 }
 
 // refusal is an edit of a valid product that makes it one a product must

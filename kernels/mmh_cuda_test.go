@@ -247,33 +247,14 @@ func TestGPUMatMulHalf(t *testing.T) {
 									t.Fatal(err)
 								}
 								all := read(t, y)
-								for i, v := range all {
-									if math.IsNaN(float64(v)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if !residual {
-									differ := 0
-									for i, v := range all {
-										if math.Float32bits(v) != math.Float32bits(baseline[i]) {
-											differ++
-										}
-									}
-									if differ > 0 {
+									if differ := mmqDiffer(all, baseline[:len(all)]); differ > 0 {
 										t.Errorf("%d of %d values differ from the same product in tiles of %v at batch %d", differ, len(all), small, maxB)
 									}
 								}
 								n := B * len(checked)
-								got := make([]float32, 0, n)
-								for b := 0; b < B; b++ {
-									for _, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
 								q, f := ref.q[:n], ref.f[:n]
 								checkNMSE(t, "rounded activations", got, q, 1e-6)
 								outside := 0

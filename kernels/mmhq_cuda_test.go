@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -147,11 +146,7 @@ func TestGPUMatMulQ16(t *testing.T) {
 									runs[i] = read(t, y)
 								}
 								all := runs[0]
-								for i, v := range all {
-									if math.IsNaN(float64(v)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if n := mmqDiffer(runs[0], runs[1]); n > 0 {
 									t.Errorf("%d of %d values differ between two runs of the same product", n, len(all))
 								}
@@ -161,16 +156,7 @@ func TestGPUMatMulQ16(t *testing.T) {
 									}
 								}
 								n := B * len(checked)
-								got := make([]float32, 0, n)
-								for b := 0; b < B; b++ {
-									for _, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
 								checkNMSE(t, "exact weights, rounded activations", got, exact[:n], 1e-6)
 								checkNMSE(t, "f16 weights, rounded activations", got, half[:n], 1e-8)
 								worst, worstHalf = max(worst, gpuNMSE(got, exact[:n])), max(worstHalf, gpuNMSE(got, half[:n]))

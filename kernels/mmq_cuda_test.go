@@ -150,11 +150,7 @@ func TestGPUMatMul(t *testing.T) {
 									runs[i] = read(t, y)
 								}
 								all := runs[0]
-								for i, val := range all {
-									if math.IsNaN(float64(val)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if differ := mmqDiffer(runs[0], runs[1]); differ > 0 {
 									t.Errorf("%d of %d values differ between two runs of the same product", differ, len(all))
 								}
@@ -163,20 +159,8 @@ func TestGPUMatMul(t *testing.T) {
 										t.Errorf("%d of %d values differ from the same product in tiles of %v at batch %d", differ, len(all), mmqTiles[0], maxB)
 									}
 								}
-								got := make([]float32, 0, B*len(checked))
-								q := make([]float64, 0, B*len(checked))
-								f := make([]float64, 0, B*len(checked))
-								for b := 0; b < B; b++ {
-									for i, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-										q = append(q, wantQ[b*len(checked)+i])
-										f = append(f, wantF[b*len(checked)+i])
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
+								q, f := wantQ[:len(got)], wantF[:len(got)]
 								checkNMSE(t, "8-bit activations", got, q, 1e-6)
 								worstQ = max(worstQ, gpuNMSE(got, q))
 								if len(got) >= mmqMinF32Values {

@@ -20,21 +20,24 @@
 //     tile, staging and batch. The epilogue writes Y, or adds to it
 //     (accumulate: the residual connection).
 //
-// The parameters travel as one struct by value, MmhParams, whose layout the
-// Go side (mmhParams in mmh_cuda.go) mirrors; mmh_layout writes its offsets
-// for the test that checks both agree.
+// The copies, ldmatrix, mma and the store of a result are mma16.cuh's,
+// which mmhq.cu shares. The parameters travel as one struct by value,
+// MmhParams, whose layout the Go side (mmhParams in mmh_cuda.go) mirrors;
+// mmh_layout writes its offsets for the test that checks both agree.
 #include <stdint.h>
 #include <stddef.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "mma16.cuh"
+
 #define MMH_BK 32    // k values per stage, unless a kernel names its own
 #define MMH_STAGES 4 // stages in flight, unless a kernel names its own
 #define MMH_PAD 8    // 16-bit values of padding past a staged row (16 bytes)
 
-// Type codes, as gguf.Type.
-#define MMH_T_F16 1
-#define MMH_T_BF16 30
+// Type codes, as gguf.Type (mma16.cuh).
+#define MMH_T_F16 MMA16_F16
+#define MMH_T_BF16 MMA16_BF16
 
 // MmhParams is one product. Pointers are device addresses, w and x 16-byte
 // aligned; cols is a multiple of 8, so every row starts 16-byte aligned.
@@ -109,56 +112,6 @@ extern "C" __global__ void mmh_convert_bf16(const float *__restrict__ x, uint16_
   mmh_convert<MMH_T_BF16>(x, xh, n8);
 }
 
-static __device__ __forceinline__ uint32_t mmh_smem(const void *p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// mmh_cp16 copies 16 bytes from global src to shared dst, or zero-fills
-// them when valid is false (src is then not read, but must be a valid
-// address).
-static __device__ __forceinline__ void mmh_cp16(void *dst, const void *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(mmh_smem(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
-static __device__ __forceinline__ void mmh_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> static __device__ __forceinline__ void mmh_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-// ldmatrix_x4 loads four 8×8 matrices of 16-bit values: lanes 8i..8i+7
-// give the addresses of the rows of matrix i, and register i of lane l
-// holds row l/4, values 2(l%4) and 2(l%4)+1, of matrix i.
-static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const uint16_t *p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(mmh_smem(p)));
-}
-
-// Mma<T> is c += a·b for a 16×16 tile a (row-major fragments) and a 16×8
-// tile b (column-major), 16-bit values of type T, f32 accumulators.
-// Fragment layouts of m16n8k16 (PTX ISA), with g = lane/4 and t = lane%4:
-// A's registers hold rows g, g+8, g, g+8 at values 2t, 2t+1 (+8 for the
-// last two); B's hold column g at values 2t, 2t+1 and 2t+8, 2t+9; C's are
-// (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
-template <int T> struct Mma;
-template <> struct Mma<MMH_T_F16> {
-  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-  }
-};
-template <> struct Mma<MMH_T_BF16> {
-  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-  }
-};
-
 // MmhRows is one thread's share of the copies that stage an N-row tile
 // (W or X) of BK-value stages: chunk c = tid % CHUNKS of tile rows
 // tid / CHUNKS + j · THREADS / CHUNKS, j < J, the same in every stage, so
@@ -191,7 +144,7 @@ template <int N, int THREADS, int BK> struct MmhRows {
     for (int j = 0; j < J; j++) {
       const int i = threadIdx.x / CHUNKS + j * (THREADS / CHUNKS);
       const bool v = ok[j] && kin;
-      mmh_cp16(dst + i * LDS + c8, v ? src[j] + s * BK : src[j], v);
+      mma16_cp16(dst + i * LDS + c8, v ? src[j] + s * BK : src[j], v);
     }
   }
 };
@@ -235,18 +188,13 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
       wrows.issue(st, s, p.cols);
       xrows.issue(st + BM * LDS, s, p.cols);
     }
-    mmh_commit();
+    mma16_commit();
   }
-  // Lane offsets of the ldmatrix addresses: for A (W rows), lane l gives
-  // row l%16 at value 8·(l/16) of a 16-row tile (matrices: rows 0-7 and
-  // 8-15 at values 0-7, then at 8-15: A's a0..a3); for B (X rows), row
-  // l%8 + 8·(l/16) at value 8·((l/8)%2) of a 16-row pair of n8 tiles
-  // (matrices: b0, b1 of the first tile, then of the second).
-  const int a_off = (lane & 15) * LDS + 8 * (lane >> 4);
-  const int b_off = ((lane & 7) + 8 * (lane >> 4)) * LDS + 8 * ((lane >> 3) & 1);
+  // Lane offsets of the ldmatrix addresses: A is W's rows, B X's.
+  const int a_off = mma16_a_off(lane, LDS), b_off = mma16_b_off(lane, LDS);
   for (int s = 0; s < stages; s++) {
-    mmh_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
-    __syncthreads();        // everyone's copies, and stage s-1 is consumed
+    mma16_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
+    __syncthreads();          // everyone's copies, and stage s-1 is consumed
     {
       const int n = s + STAGES - 1; // refills the buffer of stage s-1
       if (n < stages) {
@@ -254,7 +202,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
         wrows.issue(st, n, p.cols);
         xrows.issue(st + BM * LDS, n, p.cols);
       }
-      mmh_commit();
+      mma16_commit();
     }
     const uint16_t *sw = mmh_shared + (s % STAGES) * STAGE;
     const uint16_t *sx = sw + BM * LDS;
@@ -262,23 +210,16 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MT][4], b[NT][2];
 #pragma unroll
-      for (int mi = 0; mi < MT; mi++) ldmatrix_x4(a[mi], sw + (wr + 16 * mi) * LDS + kk + a_off);
+      for (int mi = 0; mi < MT; mi++) mma16_ldmatrix_x4(a[mi], sw + (wr + 16 * mi) * LDS + kk + a_off);
 #pragma unroll
-      for (int nj = 0; nj < NT / 2; nj++) {
-        uint32_t r[4];
-        ldmatrix_x4(r, sx + (wc + 16 * nj) * LDS + kk + b_off);
-        b[2 * nj][0] = r[0];
-        b[2 * nj][1] = r[1];
-        b[2 * nj + 1][0] = r[2];
-        b[2 * nj + 1][1] = r[3];
-      }
+      for (int nj = 0; nj < NT / 2; nj++) mma16_ldmatrix_b2(b[2 * nj], b[2 * nj + 1], sx + (wc + 16 * nj) * LDS + kk + b_off);
 #pragma unroll
       for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int ni = 0; ni < NT; ni++) Mma<T>::run(acc[mi][ni], a[mi], b[ni]);
+        for (int ni = 0; ni < NT; ni++) Mma16<T>::run(acc[mi][ni], a[mi], b[ni]);
     }
   }
-  mmh_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
+  mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -289,10 +230,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
       for (int e = 0; e < 4; e++) {
         const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
         const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
-        if (r < p.rows && b < p.batch) {
-          float *y = p.y + (size_t)b * p.rows + r;
-          *y = p.accumulate ? *y + acc[mi][ni][e] : acc[mi][ni][e];
-        }
+        mma16_put(p, r, b, acc[mi][ni][e]);
       }
     }
   }

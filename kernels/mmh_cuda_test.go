@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"llmserve/gguf"
-	"llmserve/internal/cuda"
 )
 
 // TestGPUMatMulHalfLayout checks that mmhParams (Go) and MmhParams (mmh.cu)
@@ -19,17 +18,8 @@ import (
 // with: mmh_layout writes the C struct's size and field offsets, then
 // MMH_BK, MMH_STAGES and MMH_PAD.
 func TestGPUMatMulHalfLayout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 13))
-	if err := dev.launch("mmh_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmhParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	checkLayout(t, "mmh_layout", []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"x", unsafe.Offsetof(p.X)},
@@ -43,12 +33,7 @@ func TestGPUMatMulHalfLayout(t *testing.T) {
 		{"MMH_BK", mmhBK},
 		{"MMH_STAGES", mmhStages},
 		{"MMH_PAD", mmhPad},
-	}
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	})
 }
 
 // mmhRound is x rounded to the 16-bit type typ and widened back, as
@@ -262,33 +247,14 @@ func TestGPUMatMulHalf(t *testing.T) {
 									t.Fatal(err)
 								}
 								all := read(t, y)
-								for i, v := range all {
-									if math.IsNaN(float64(v)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if !residual {
-									differ := 0
-									for i, v := range all {
-										if math.Float32bits(v) != math.Float32bits(baseline[i]) {
-											differ++
-										}
-									}
-									if differ > 0 {
+									if differ := mmqDiffer(all, baseline[:len(all)]); differ > 0 {
 										t.Errorf("%d of %d values differ from the same product in tiles of %v at batch %d", differ, len(all), small, maxB)
 									}
 								}
 								n := B * len(checked)
-								got := make([]float32, 0, n)
-								for b := 0; b < B; b++ {
-									for _, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
 								q, f := ref.q[:n], ref.f[:n]
 								checkNMSE(t, "rounded activations", got, q, 1e-6)
 								outside := 0
@@ -344,40 +310,13 @@ func TestGPUMatMulHalfRefuses(t *testing.T) {
 	x, y := g.poisoned(4, 256), g.poisoned(4, 64)
 	scratch := g.poisoned(1, int(MatMulHalfScratchBytes(4, 256)/4))
 	good := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(4, 256)}
-	if err := dev.matMulHalf(good); err != nil {
-		t.Fatalf("a valid product: %v", err)
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		edit func(op *MatMulOp)
-	}{
+	checkRefuses(t, "matMulHalf", dev.matMulHalf, good, append([]refusal{
 		{"type q8_0", func(op *MatMulOp) { op.W.Type = gguf.TypeQ8_0 }},
 		{"type f32", func(op *MatMulOp) { op.W.Type = gguf.TypeF32 }},
 		{"wide", func(op *MatMulOp) { op.W.Wide = true }},
 		{"cols", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 252, 252 }},
-		{"x shape", func(op *MatMulOp) { op.X.Cols = 128 }},
-		{"y shape", func(op *MatMulOp) { op.Y.Rows = 3 }},
-		{"y cols", func(op *MatMulOp) { op.Y.Cols = 32 }},
-		{"no rows", func(op *MatMulOp) { op.X.Rows, op.Y.Rows = 0, 0 }},
-		{"too many weight rows", func(op *MatMulOp) { op.W.Rows, op.Y.Cols = 65535*64+1, 65535*64+1 }},
-		{"scratch", func(op *MatMulOp) { op.ScratchBytes-- }},
-		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"weights alignment", func(op *MatMulOp) { op.W.Ptr += 2 }},
-		{"activations alignment", func(op *MatMulOp) { op.X.Ptr += 4 }},
-		{"scratch alignment", func(op *MatMulOp) { op.Scratch += 8 }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			op := good
-			c.edit(&op)
-			if err := dev.matMulHalf(op); err == nil {
-				t.Errorf("matMulHalf ran %+v", op)
-			}
-		})
-	}
+	}, halfRefusals...))
 	for _, tile := range mmhTiles {
 		if err := dev.matMulHalfIn(MatMulOp{W: w, X: x, Y: y}, tile); err == nil {
 			t.Errorf("matMulHalf in %v ran without scratch", tile)
@@ -405,19 +344,15 @@ func BenchmarkGPUMatMulHalf(b *testing.B) {
 			scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
 			for _, B := range []int{64, 512} {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)}
-				type path struct {
-					name string
-					run  func() error
-				}
-				var paths []path
+				var paths []benchPath
 				for _, tile := range mmhTiles {
 					if tile.shared() <= dev.maxShared {
-						paths = append(paths, path{"mmh" + tile.String(), func() error { return dev.matMulHalfIn(op, tile) }})
+						paths = append(paths, benchPath{"mmh" + tile.String(), func() error { return dev.matMulHalfIn(op, tile) }})
 					}
 				}
 				picked := mmhTileFor(B, rows, dev.Context().Multiprocessors())
-				paths = append(paths, path{"picked-" + picked.String(), func() error { return dev.matMulHalf(op) }})
-				paths = append(paths, path{"matvec", func() error { return dev.matVecChunks(MatVecSeg{W: w, Y: y.Slice(0, B)}, x.Slice(0, B), false) }})
+				paths = append(paths, benchPath{"picked-" + picked.String(), func() error { return dev.matMulHalf(op) }})
+				paths = append(paths, benchPath{"matvec", func() error { return dev.matVecChunks(MatVecSeg{W: w, Y: y.Slice(0, B)}, x.Slice(0, B), false) }})
 				for _, p := range paths {
 					b.Run(fmt.Sprintf("%v/%dx%dx%d/%s", typ, B, rows, cols, p.name), func(b *testing.B) {
 						timeLaunches(b, 2*float64(B)*float64(rows)*float64(cols), p.run)

@@ -21,7 +21,8 @@
 // (WRaw<K>::deq8, the formulas of quant.cuh's Chunk<T>: each value is
 // computed in f32 and rounded to f16 to nearest even once) into Wh; a
 // second barrier, then the warps read Wh and X with ldmatrix.x4 exactly
-// as mmh does. Dequantizing into shared memory rather than registers: the
+// as mmh does (the copies, ldmatrix, mma and the store of a result are
+// mma16.cuh's, which both share). Dequantizing into shared memory rather than registers: the
 // warps of a block that share W rows (BN/WN of them) would each dequantize
 // the same values again, and ldmatrix gives the mma fragments for free.
 // Every value of Y sums its products in k order, 16 at a time, the same in
@@ -37,6 +38,7 @@
 #include <stddef.h>
 #include <cuda_fp16.h>
 
+#include "mma16.cuh"
 #include "quant.cuh"
 
 #define MMHQ_BK 64 // k values per stage
@@ -63,50 +65,16 @@ static_assert(sizeof(MmhqParams) == 48, "MmhqParams is 48 bytes (mmhqParams in m
 static_assert(offsetof(MmhqParams, row_bytes) == 24, "MmhqParams.row_bytes at 24");
 static_assert(offsetof(MmhqParams, accumulate) == 44, "MmhqParams.accumulate at 44");
 
-static __device__ __forceinline__ uint32_t mmhq_smem(const void *p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// mmhq_cp16 copies 16 bytes from global src to shared dst, or zero-fills
-// them when valid is false (src is then not read, but must be a valid
-// address).
-static __device__ __forceinline__ void mmhq_cp16(void *dst, const void *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(mmhq_smem(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
 // mmhq_cp4 copies the first n (0..4) bytes of the 4-byte aligned word at
 // global src to shared dst and zero-fills the rest of the word (src is not
 // read when n is 0).
 static __device__ __forceinline__ void mmhq_cp4(void *dst, const void *src, int n) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(mmhq_smem(dst)), "l"(src), "r"(n));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(mma16_smem(dst)), "l"(src), "r"(n));
 }
 // mmhq_cp8 copies 8 bytes from global src to shared dst (both 8-byte
 // aligned), or zero-fills them when valid is false (src is then not read).
 static __device__ __forceinline__ void mmhq_cp8(void *dst, const void *src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(mmhq_smem(dst)), "l"(src), "r"(valid ? 8 : 0));
-}
-static __device__ __forceinline__ void mmhq_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> static __device__ __forceinline__ void mmhq_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-// mmhq_ldmatrix_x4 loads four 8×8 matrices of 16-bit values: lanes 8i..8i+7
-// give the addresses of the rows of matrix i, and register i of lane l
-// holds row l/4, values 2(l%4) and 2(l%4)+1, of matrix i.
-static __device__ __forceinline__ void mmhq_ldmatrix_x4(uint32_t r[4], const uint16_t *p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(mmhq_smem(p)));
-}
-
-// mmhq_mma is c += a·b for a 16×16 f16 tile a (row-major fragments) and a
-// 16×8 f16 tile b (column-major), f32 accumulators (fragment layouts as in
-// mmh.cu's Mma).
-static __device__ __forceinline__ void mmhq_mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(mma16_smem(dst)), "l"(src), "r"(valid ? 8 : 0));
 }
 
 // pack8 rounds eight floats to f16 (to nearest, ties to even), the lower
@@ -129,14 +97,22 @@ static __device__ __forceinline__ uint4 pack8(const float v[8]) {
 // 8c..8c+7 (c < 8) of stage s of a staged row as floats.
 template <int K> struct WRaw;
 
+// WRawWords<BYTES> stages rows of 4-byte aligned stages of BYTES bytes
+// each (stage s at BYTES·s), as BYTES/4 word copies a stage: the copy of
+// the layouts whose blocks are stored back to back.
+template <int BYTES> struct WRawWords {
+  static_assert(BYTES % 4 == 0, "whole words a stage");
+  static constexpr int pieces = BYTES / 4;
+  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
+    mmhq_cp4(dst + 4 * u, valid ? src + BYTES * s + 4 * u : src, valid ? 4 : 0);
+  }
+};
+
 // Q8_0 as stored: 34-byte blocks (f16 d, int8 q[32]); rows of a multiple
 // of 64 values are 68·n bytes, so a stage (two blocks, 68 bytes at 68s) is
 // 17 aligned words.
-template <> struct WRaw<T_Q8_0> {
-  static constexpr int stride = 80, pieces = 17;
-  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
-    mmhq_cp4(dst + 4 * u, valid ? src + 68 * s + 4 * u : src, valid ? 4 : 0);
-  }
+template <> struct WRaw<T_Q8_0> : WRawWords<68> {
+  static constexpr int stride = 80;
   static __device__ __forceinline__ void deq8(const uint8_t *row, int, int c, float v[8]) {
     const uint8_t *b = row + 34 * (c >> 2);
     const float d = h2f(ld16(b));
@@ -157,7 +133,7 @@ template <> struct WRaw<T_Q8_0 + MMHQ_WIDE> {
   static constexpr int stride = 80, pieces = 5;
   static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &p) {
     if (u < 4) {
-      mmhq_cp16(dst + 16 * u, valid ? src + 64 * s + 16 * u : src, valid);
+      mma16_cp16(dst + 16 * u, valid ? src + 64 * s + 16 * u : src, valid);
     } else {
       mmhq_cp4(dst + 64, valid ? src + p.cols + 4 * s : src, valid ? 4 : 0);
     }
@@ -176,11 +152,8 @@ template <> struct WRaw<T_Q8_0 + MMHQ_WIDE> {
 // Q4_0 as stored: 18-byte blocks (f16 d, q[16]: value l the low nibble of
 // q[l], value l+16 the high one, both less 8); a stage is two blocks, 36
 // bytes at 36s: 9 aligned words.
-template <> struct WRaw<T_Q4_0> {
-  static constexpr int stride = 48, pieces = 9;
-  static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
-    mmhq_cp4(dst + 4 * u, valid ? src + 36 * s + 4 * u : src, valid ? 4 : 0);
-  }
+template <> struct WRaw<T_Q4_0> : WRawWords<36> {
+  static constexpr int stride = 48;
   static __device__ __forceinline__ void deq8(const uint8_t *row, int, int c, float v[8]) {
     const uint8_t *b = row + 18 * (c >> 2);
     const float d = h2f(ld16(b));
@@ -204,7 +177,7 @@ template <> struct WRaw<T_Q4_K> {
   static constexpr int stride = 48, pieces = 3;
   static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
     const int off = 144 * (s >> 2) + (u == 0 ? 0 : 16 + 32 * (s & 3) + 16 * (u - 1));
-    mmhq_cp16(dst + 16 * u, valid ? src + off : src, valid);
+    mma16_cp16(dst + 16 * u, valid ? src + off : src, valid);
   }
   static __device__ __forceinline__ void deq8(const uint8_t *row, int s, int c, float v[8]) {
     const uint4 hdr = *(const uint4 *)row;
@@ -232,7 +205,7 @@ template <> struct WRaw<T_Q5_K> {
   static constexpr int stride = 80, pieces = 5;
   static __device__ __forceinline__ void copy(uint8_t *dst, const uint8_t *src, bool valid, int s, int u, const MmhqParams &) {
     const int off = 176 * (s >> 2) + (u < 3 ? 16 * u : 48 + 32 * (s & 3) + 16 * (u - 3));
-    mmhq_cp16(dst + 16 * u, valid ? src + off : src, valid);
+    mma16_cp16(dst + 16 * u, valid ? src + off : src, valid);
   }
   static __device__ __forceinline__ void deq8(const uint8_t *row, int s, int c, float v[8]) {
     const uint4 hdr = *(const uint4 *)row;
@@ -415,7 +388,7 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
 #pragma unroll
     for (int j = 0; j < XJ; j++) {
       const int i = tid / CHUNKS + j * (THREADS / CHUNKS);
-      mmhq_cp16(sx + i * LDS + c8, xok[j] ? xsrc[j] + s * BK : xsrc[j], xok[j]);
+      mma16_cp16(sx + i * LDS + c8, xok[j] ? xsrc[j] + s * BK : xsrc[j], xok[j]);
     }
     uint8_t *sw = st + XBYTES;
     for (int idx = tid; idx < BM * W::pieces; idx += THREADS) {
@@ -438,17 +411,15 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < stages) issue(s);
-    mmhq_commit();
+    mma16_commit();
   }
-  // ldmatrix lane offsets, as in mmh.cu: A (Wh rows) row l%16 at value
-  // 8·(l/16); B (X rows) row l%8 + 8·(l/16) at value 8·((l/8)%2).
-  const int a_off = (lane & 15) * LDS + 8 * (lane >> 4);
-  const int b_off = ((lane & 7) + 8 * (lane >> 4)) * LDS + 8 * ((lane >> 3) & 1);
+  // Lane offsets of the ldmatrix addresses: A is Wh's rows, B X's.
+  const int a_off = mma16_a_off(lane, LDS), b_off = mma16_b_off(lane, LDS);
   for (int s = 0; s < stages; s++) {
-    mmhq_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
-    __syncthreads();         // everyone's copies; stage s-1 and Wh are consumed
+    mma16_wait<STAGES - 2>(); // stage s has landed (this thread's copies)
+    __syncthreads();          // everyone's copies; stage s-1 and Wh are consumed
     if (s + STAGES - 1 < stages) issue(s + STAGES - 1); // into the buffer of stage s-1
-    mmhq_commit();
+    mma16_commit();
     const uint8_t *st = mmhq_shared + (s % STAGES) * STAGE;
     const uint8_t *raw = st + XBYTES;
     // Dequantize: 8-value chunk tid % CHUNKS of Wh rows tid / CHUNKS +
@@ -466,23 +437,16 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MT][4], b[NT][2];
 #pragma unroll
-      for (int mi = 0; mi < MT; mi++) mmhq_ldmatrix_x4(a[mi], wh + (wr + 16 * mi) * LDS + kk + a_off);
+      for (int mi = 0; mi < MT; mi++) mma16_ldmatrix_x4(a[mi], wh + (wr + 16 * mi) * LDS + kk + a_off);
 #pragma unroll
-      for (int nj = 0; nj < NT / 2; nj++) {
-        uint32_t r[4];
-        mmhq_ldmatrix_x4(r, sx + (wc + 16 * nj) * LDS + kk + b_off);
-        b[2 * nj][0] = r[0];
-        b[2 * nj][1] = r[1];
-        b[2 * nj + 1][0] = r[2];
-        b[2 * nj + 1][1] = r[3];
-      }
+      for (int nj = 0; nj < NT / 2; nj++) mma16_ldmatrix_b2(b[2 * nj], b[2 * nj + 1], sx + (wc + 16 * nj) * LDS + kk + b_off);
 #pragma unroll
       for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int ni = 0; ni < NT; ni++) mmhq_mma(acc[mi][ni], a[mi], b[ni]);
+        for (int ni = 0; ni < NT; ni++) Mma16<MMA16_F16>::run(acc[mi][ni], a[mi], b[ni]);
     }
   }
-  mmhq_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
+  mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -493,10 +457,7 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
       for (int e = 0; e < 4; e++) {
         const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
         const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
-        if (r < p.rows && b < p.batch) {
-          float *y = p.y + (size_t)b * p.rows + r;
-          *y = p.accumulate ? *y + acc[mi][ni][e] : acc[mi][ni][e];
-        }
+        mma16_put(p, r, b, acc[mi][ni][e]);
       }
     }
   }

@@ -4,14 +4,11 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 	"unsafe"
 
 	"llmserve/gguf"
-	"llmserve/internal/cuda"
 )
 
 // TestGPUMatMulQ16Layout checks that mmhqParams (Go) and MmhqParams
@@ -19,17 +16,8 @@ import (
 // with: mmhq_layout writes the C struct's size and field offsets, MMHQ_BK,
 // MMHQ_PAD, then the raw stage strides of mmhqKinds.
 func TestGPUMatMulQ16Layout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 11+len(mmhqKinds)))
-	if err := dev.launch("mmhq_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmhqParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	want := []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"x", unsafe.Offsetof(p.X)},
@@ -43,16 +31,9 @@ func TestGPUMatMulQ16Layout(t *testing.T) {
 		{"MMHQ_PAD", mmhPad},
 	}
 	for _, k := range mmhqKinds {
-		want = append(want, struct {
-			field string
-			v     uintptr
-		}{"stride " + k.name, uintptr(k.stride)})
+		want = append(want, layoutField{"stride " + k.name, uintptr(k.stride)})
 	}
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	checkLayout(t, "mmhq_layout", want)
 }
 
 // mmhqBatches are the batches TestGPUMatMulQ16 runs every shape at, and
@@ -165,11 +146,7 @@ func TestGPUMatMulQ16(t *testing.T) {
 									runs[i] = read(t, y)
 								}
 								all := runs[0]
-								for i, v := range all {
-									if math.IsNaN(float64(v)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if n := mmqDiffer(runs[0], runs[1]); n > 0 {
 									t.Errorf("%d of %d values differ between two runs of the same product", n, len(all))
 								}
@@ -179,16 +156,7 @@ func TestGPUMatMulQ16(t *testing.T) {
 									}
 								}
 								n := B * len(checked)
-								got := make([]float32, 0, n)
-								for b := 0; b < B; b++ {
-									for _, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
 								checkNMSE(t, "exact weights, rounded activations", got, exact[:n], 1e-6)
 								checkNMSE(t, "f16 weights, rounded activations", got, half[:n], 1e-8)
 								worst, worstHalf = max(worst, gpuNMSE(got, exact[:n])), max(worstHalf, gpuNMSE(got, half[:n]))
@@ -237,40 +205,13 @@ func TestGPUMatMulQ16Refuses(t *testing.T) {
 	x, y := g.poisoned(4, 256), g.poisoned(4, 64)
 	scratch := g.poisoned(1, int(MatMulHalfScratchBytes(4, 256)/4))
 	good := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(4, 256)}
-	if err := dev.matMulHalfQ(good); err != nil {
-		t.Fatalf("a valid product: %v", err)
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		edit func(op *MatMulOp)
-	}{
+	checkRefuses(t, "matMulHalfQ", dev.matMulHalfQ, good, append([]refusal{
 		{"type f16", func(op *MatMulOp) { op.W.Type = gguf.TypeF16 }},
 		{"type q2_k", func(op *MatMulOp) { op.W.Type = gguf.TypeQ2_K }},
 		{"wide q4_k", func(op *MatMulOp) { op.W.Wide = true }},
 		{"cols of a k-quant", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 192, 192 }},
-		{"x shape", func(op *MatMulOp) { op.X.Cols = 128 }},
-		{"y shape", func(op *MatMulOp) { op.Y.Rows = 3 }},
-		{"y cols", func(op *MatMulOp) { op.Y.Cols = 32 }},
-		{"no rows", func(op *MatMulOp) { op.X.Rows, op.Y.Rows = 0, 0 }},
-		{"too many weight rows", func(op *MatMulOp) { op.W.Rows, op.Y.Cols = 65535*64+1, 65535*64+1 }},
-		{"scratch", func(op *MatMulOp) { op.ScratchBytes-- }},
-		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"weights alignment", func(op *MatMulOp) { op.W.Ptr += 4 }},
-		{"activations alignment", func(op *MatMulOp) { op.X.Ptr += 4 }},
-		{"scratch alignment", func(op *MatMulOp) { op.Scratch += 8 }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			op := good
-			c.edit(&op)
-			if err := dev.matMulHalfQ(op); err == nil {
-				t.Errorf("matMulHalfQ ran %+v", op)
-			}
-		})
-	}
+	}, halfRefusals...))
 }
 
 // TestGPUMatMulsQ16 checks that MatMulsOp.Q16 runs the matrices mmhq.cu
@@ -380,56 +321,17 @@ func BenchmarkGPUMatMulQ16(b *testing.B) {
 			scratch := g.poisoned(1, int(sb/4))
 			for _, B := range batches {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: sb}
-				type path struct {
-					name string
-					run  func() error
-				}
-				paths := []path{{"mmq-default", func() error { return dev.MatMul(op) }}}
+				paths := []benchPath{{"mmq-default", func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmhqTiles {
 					if mmhqShared(kind, tile) <= dev.maxShared {
-						paths = append(paths, path{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn(op, tile) }})
+						paths = append(paths, benchPath{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn(op, tile) }})
 					}
 				}
 				picked := mmhqTileFor(B, rows, dev.Context().Multiprocessors())
-				paths = append(paths, path{"mmhq-picked-" + picked.String(), func() error { return dev.matMulHalfQ(op) }})
-				flops := 2 * float64(B) * float64(rows) * float64(cols)
-				reps := int(min(200, max(3, 2e11/flops)))
-				type result struct {
-					name   string
-					tflops float64
-				}
-				var res []result
-				for _, p := range paths {
-					if err := p.run(); err != nil { // warm up
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					if err := start.Record(); err != nil {
-						b.Fatal(err)
-					}
-					for r := 0; r < reps; r++ {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := end.Record(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					el, err := end.Since(start)
-					if err != nil {
-						b.Fatal(err)
-					}
-					res = append(res, result{p.name, flops * float64(reps) / el.Seconds() / 1e12})
-				}
+				paths = append(paths, benchPath{"mmhq-picked-" + picked.String(), func() error { return dev.matMulHalfQ(op) }})
+				res := timePaths(b, start, end, paths, 2*float64(B)*float64(rows)*float64(cols))
 				deflt := res[0].tflops
-				sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
-				line := fmt.Sprintf("mmhq-bench %s %dx%d B=%d:", kind, rows, cols, B)
-				for _, r := range res {
-					line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
-				}
-				fmt.Println(line)
+				fmt.Println(benchLine(fmt.Sprintf("mmhq-bench %s %dx%d B=%d", kind, rows, cols, B), res))
 				best := res[0]
 				if best.name == "mmq-default" && len(res) > 1 {
 					best = res[1]

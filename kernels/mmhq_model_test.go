@@ -19,8 +19,9 @@ import (
 // only bytes copied from the matrix at addresses aligned for their loads,
 // that each thread mapping covers its tile once, and that no stage is read
 // before its copies have landed behind a barrier nor refilled while a warp
-// may still read it. (The ldmatrix and mma.sync part is mmh.cu's, modelled
-// by mmh_tile_test.go.)
+// may still read it. (The ldmatrix and mma.sync part is mmh.cu's: the
+// helpers of mma16.cuh in the same fragment loop, modelled by
+// mmh_tile_test.go.)
 
 // mmhqModelPiece is one cp.async of WRaw<K>::copy: size bytes (4, 8 or 16)
 // into staged-row offset dst from matrix offset src, n of them read (the

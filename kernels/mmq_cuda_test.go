@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 	"unsafe"
 
@@ -19,17 +18,8 @@ import (
 // mmq_layout writes the C struct's size and field offsets, then the
 // strides.
 func TestGPUMatMulLayout(t *testing.T) {
-	g := newBuffers(t)
-	out := g.i32(make([]int32, 13+len(mmqKinds)+1))
-	if err := dev.launch("mmq_layout", cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, cuda.P(out.Ptr)); err != nil {
-		t.Fatal(err)
-	}
-	got := readI32(t, out)
 	var p mmqParams
-	want := []struct {
-		field string
-		v     uintptr
-	}{
+	want := []layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"xq", unsafe.Offsetof(p.XQ)},
@@ -45,20 +35,10 @@ func TestGPUMatMulLayout(t *testing.T) {
 		{"split_stages", unsafe.Offsetof(p.SplitStages)},
 	}
 	for _, k := range mmqKinds {
-		want = append(want, struct {
-			field string
-			v     uintptr
-		}{"stride of " + k.name, uintptr(k.stride)})
+		want = append(want, layoutField{"stride of " + k.name, uintptr(k.stride)})
 	}
-	want = append(want, struct {
-		field string
-		v     uintptr
-	}{"MMQ_XSTRIDE", mmqXStride})
-	for i, w := range want {
-		if int(got[i]) != int(w.v) {
-			t.Errorf("%s: %d in C, %d in Go", w.field, got[i], w.v)
-		}
-	}
+	want = append(want, layoutField{"MMQ_XSTRIDE", mmqXStride})
+	checkLayout(t, "mmq_layout", want)
 }
 
 // mmqBatches are the batch sizes every product shape is tested at: below,
@@ -170,11 +150,7 @@ func TestGPUMatMul(t *testing.T) {
 									runs[i] = read(t, y)
 								}
 								all := runs[0]
-								for i, val := range all {
-									if math.IsNaN(float64(val)) {
-										t.Fatalf("Y[%d][%d] not written", i/rows, i%rows)
-									}
-								}
+								checkWritten(t, all, rows)
 								if differ := mmqDiffer(runs[0], runs[1]); differ > 0 {
 									t.Errorf("%d of %d values differ between two runs of the same product", differ, len(all))
 								}
@@ -183,20 +159,8 @@ func TestGPUMatMul(t *testing.T) {
 										t.Errorf("%d of %d values differ from the same product in tiles of %v at batch %d", differ, len(all), mmqTiles[0], maxB)
 									}
 								}
-								got := make([]float32, 0, B*len(checked))
-								q := make([]float64, 0, B*len(checked))
-								f := make([]float64, 0, B*len(checked))
-								for b := 0; b < B; b++ {
-									for i, r := range checked {
-										v := all[b*rows+r]
-										if residual {
-											v -= base[b*rows+r]
-										}
-										got = append(got, v)
-										q = append(q, wantQ[b*len(checked)+i])
-										f = append(f, wantF[b*len(checked)+i])
-									}
-								}
+								got := checkedValues(all, base, rows, checked)
+								q, f := wantQ[:len(got)], wantF[:len(got)]
 								checkNMSE(t, "8-bit activations", got, q, 1e-6)
 								worstQ = max(worstQ, gpuNMSE(got, q))
 								if len(got) >= mmqMinF32Values {
@@ -309,16 +273,7 @@ func TestGPUMatMulRefuses(t *testing.T) {
 	x, y := g.poisoned(4, 256), g.poisoned(4, 64)
 	scratch := g.poisoned(1, int(MatMulScratchBytes(4, 256)/4))
 	good := MatMulOp{W: w, X: x, Y: y, Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(4, 256)}
-	if err := dev.MatMul(good); err != nil {
-		t.Fatalf("a valid product: %v", err)
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		edit func(op *MatMulOp)
-	}{
+	checkRefuses(t, "MatMul", dev.MatMul, good, []refusal{
 		{"type", func(op *MatMulOp) { op.W.Type = gguf.TypeF16 }},
 		{"wide type", func(op *MatMulOp) { op.W.Type, op.W.Wide = gguf.TypeQ4_K, true }},
 		{"k-quant cols", func(op *MatMulOp) { op.W.Type, op.W.Cols, op.X.Cols = gguf.TypeQ4_K, 192, 192 }},
@@ -329,16 +284,7 @@ func TestGPUMatMulRefuses(t *testing.T) {
 		{"no scratch", func(op *MatMulOp) { op.Scratch = 0 }},
 		{"alignment", func(op *MatMulOp) { op.W.Ptr += 2 }},
 		{"wide", func(op *MatMulOp) { op.W.Cols, op.X.Cols = 192, 192; op.W.Wide = true }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			op := good
-			c.edit(&op)
-			if err := dev.MatMul(op); err == nil {
-				t.Errorf("MatMul ran %+v", op)
-			}
-		})
-	}
+	})
 }
 
 // BenchmarkGPUMatMul times every variant of the tensor-core products
@@ -371,28 +317,24 @@ func BenchmarkGPUMatMul(b *testing.B) {
 			scratch := g.poisoned(1, int(MatMulScratchBytes(maxB, cols)/4))
 			for _, B := range mmqBenchBatches {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: MatMulScratchBytes(maxB, cols)}
-				type path struct {
-					name string
-					run  func() error
-				}
 				def := mmqTileFor(kind, B)
 				stages := mmqKPad(cols) / mmqStage
 				defParts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, def.rows)*ceilDiv(B, def.batch), def.warps(), dev.ctx.Multiprocessors())
 				if mmqDefault(kind, B).parts == 1 {
 					defParts = 1
 				}
-				paths := []path{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
+				paths := []benchPath{{fmt.Sprintf("default(%v/p%d)", def, defParts), func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmqTiles {
 					v := mmqVariant{tile, 1}
-					paths = append(paths, path{tile.String() + "/p1", func() error { return dev.matMul(op, v) }})
+					paths = append(paths, benchPath{tile.String() + "/p1", func() error { return dev.matMul(op, v) }})
 					parts, _ := mmqSplit(stages, rows, B, ceilDiv(rows, tile.rows)*ceilDiv(B, tile.batch), tile.warps(), dev.ctx.Multiprocessors())
 					if parts > 1 {
 						v := mmqVariant{tile, 0}
-						paths = append(paths, path{fmt.Sprintf("%v/p%d", tile, parts), func() error { return dev.matMul(op, v) }})
+						paths = append(paths, benchPath{fmt.Sprintf("%v/p%d", tile, parts), func() error { return dev.matMul(op, v) }})
 					}
 				}
 				if B <= 64 {
-					paths = append(paths, path{"mvq", func() error {
+					paths = append(paths, benchPath{"mvq", func() error {
 						for b0 := 0; b0 < B; b0 += MaxBatch {
 							n := min(MaxBatch, B-b0)
 							if err := dev.MatVec(w, x.Slice(b0, b0+n), y.Slice(b0, b0+n)); err != nil {
@@ -402,48 +344,9 @@ func BenchmarkGPUMatMul(b *testing.B) {
 						return nil
 					}})
 				}
-				flops := 2 * float64(B) * float64(rows) * float64(cols)
-				reps := int(min(200, max(3, 2e11/flops)))
-				type result struct {
-					name   string
-					tflops float64
-				}
-				var res []result
-				var deflt float64
-				for i, p := range paths {
-					if err := p.run(); err != nil { // warm up
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					if err := start.Record(); err != nil {
-						b.Fatal(err)
-					}
-					for r := 0; r < reps; r++ {
-						if err := p.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := end.Record(); err != nil {
-						b.Fatal(err)
-					}
-					if err := dev.Sync(); err != nil {
-						b.Fatalf("%s: %v", p.name, err)
-					}
-					el, err := end.Since(start)
-					if err != nil {
-						b.Fatal(err)
-					}
-					tf := flops * float64(reps) / el.Seconds() / 1e12
-					res = append(res, result{p.name, tf})
-					if i == 0 {
-						deflt = tf
-					}
-				}
-				sort.SliceStable(res, func(i, j int) bool { return res[i].tflops > res[j].tflops })
-				line := fmt.Sprintf("mmq-bench %v %dx%d B=%d:", kind, rows, cols, B)
-				for _, r := range res {
-					line += fmt.Sprintf(" %s %.1f |", r.name, r.tflops)
-				}
-				fmt.Println(line)
+				res := timePaths(b, start, end, paths, 2*float64(B)*float64(rows)*float64(cols))
+				deflt := res[0].tflops
+				fmt.Println(benchLine(fmt.Sprintf("mmq-bench %v %dx%d B=%d", kind, rows, cols, B), res))
 				summary = append(summary, fmt.Sprintf("mmq-best %v %dx%d B=%d: %s %.1f, default %.1f", kind, rows, cols, B, res[0].name, res[0].tflops, deflt))
 			}
 		}

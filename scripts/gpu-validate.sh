@@ -4,8 +4,10 @@
 #   tests   every CUDA test
 #   kbench  the tensor-core product and prompt-attention benchmarks (TFLOP/s)
 #   bench   pp512 and batched decode on the f32 cache beside the paged f16
-#           pool (-ctk f16 -ctv f16), and the profile of a 512-token prompt
-#           step, on synth models
+#           pool (-ctk f16 -ctv f16), the pool with its fused cell write
+#           (preview) and the 16-bit quantized prompt products
+#           (LLMSERVE_MATMUL_Q16=1; BENCH_MODES picks), and the profile of a
+#           512-token prompt step, on synth models
 # Logs and a summary go to LOGDIR (default .gpu/logs); MODELS overrides the
 # bench models (default 1b/Q4_K_M 8b/Q4_K_M 8b/Q8_0 8b/F16).
 set -uo pipefail
@@ -24,9 +26,9 @@ for phase in $phases; do
 		;;
 	kbench)
 		[ -x .gpu/kernels.test ] || bash scripts/gpu-test.sh -test.run '^$' > /dev/null 2>&1 # unpacks the bundle
-		# BenchmarkGPUMatMul times every variant once (-test.benchtime 1x, by
-		# device events); the others loop 20 times.
-		(cd kernels && timeout 300 ../.gpu/kernels.test -test.run '^$' -test.bench 'GPUMatMul$' -test.benchtime 1x) > "$LOGDIR/kbench.txt" 2>&1
+		# BenchmarkGPUMatMul and BenchmarkGPUMatMulQ16 time every variant once
+		# (-test.benchtime 1x, by device events); the others loop 20 times.
+		(cd kernels && timeout 300 ../.gpu/kernels.test -test.run '^$' -test.bench 'GPUMatMul$|GPUMatMulQ16' -test.benchtime 1x) > "$LOGDIR/kbench.txt" 2>&1
 		(cd kernels && timeout 200 ../.gpu/kernels.test -test.run '^$' -test.bench 'GPUMatMulHalf|GPUAttentionPrefill' -test.benchtime 20x) >> "$LOGDIR/kbench.txt" 2>&1
 		grep -E 'TFLOP|mmq-best' "$LOGDIR/kbench.txt" | head -80 | tee -a "$summary"
 		;;
@@ -38,9 +40,17 @@ for phase in $phases; do
 			f="$T/${spec/\//-}.gguf"
 			"$L" synth --arch llama --shape "${spec%/*}" --type "${spec#*/}" --vocab "$V" --workers "$(( $(nproc) - 2 ))" -o "$f" > /dev/null 2>&1 ||
 				{ say "$spec: synth failed"; continue; }
-			for mode in flat paged; do
-				kv=(); [ $mode = paged ] && kv=(-ctk f16 -ctv f16)
-				timeout 150 "$L" bench -m "$f" -p 512 -n 32 -B 1,16,64 -r 3 "${kv[@]}" > "$LOGDIR/bench-${spec/\//-}-$mode.txt" 2>&1
+			# flat: the f32 cache; paged: the f16 pool; paged-fused: the pool
+			# with its cell write fused into the Q/K/V product (preview); q16:
+			# the quantized prompt products on the 16-bit tensor cores.
+			for mode in ${BENCH_MODES:-flat paged paged-fused q16}; do
+				kv=() env=()
+				case $mode in
+				paged) kv=(-ctk f16 -ctv f16) ;;
+				paged-fused) kv=(-ctk f16 -ctv f16) env=(LLMSERVE_GPU_PREVIEW=1) ;;
+				q16) env=(LLMSERVE_MATMUL_Q16=1) ;;
+				esac
+				env "${env[@]}" timeout 150 "$L" bench -m "$f" -p 512 -n 32 -B 1,16,64 -r 3 "${kv[@]}" > "$LOGDIR/bench-${spec/\//-}-$mode.txt" 2>&1
 				grep -E '^(pp|tg)' "$LOGDIR/bench-${spec/\//-}-$mode.txt" | sed "s|^|$spec $mode: |" | tee -a "$summary"
 			done
 			timeout 100 "$L" bench -m "$f" -p 512 -n 2 -B 1 --profile > "$LOGDIR/profile-${spec/\//-}.txt" 2>&1

@@ -350,14 +350,3 @@ func parseInts(s string) ([]int, error) {
 	}
 	return out, nil
 }
-
-// kvTypeFlag parses a cache type flag into dst.
-func kvTypeFlag(dst *decode.KVType) func(string) error {
-	return func(v string) error {
-		t, err := decode.ParseKVType(v)
-		if err == nil {
-			*dst = t
-		}
-		return err
-	}
-}

@@ -204,12 +204,18 @@ func compatFlags() []compatFlag {
 // cacheType reads a KV cache type by its llama.cpp name into the option
 // field returns.
 func cacheType(field func(o *serveOptions) *decode.KVType) func(o *serveOptions, v string) error {
-	return func(o *serveOptions, v string) error {
+	return func(o *serveOptions, v string) error { return kvTypeFlag(field(o))(v) }
+}
+
+// kvTypeFlag reads a KV cache type by its llama.cpp name into dst (the
+// bench command's -ctk and -ctv, and through cacheType serve's).
+func kvTypeFlag(dst *decode.KVType) func(string) error {
+	return func(v string) error {
 		t, err := decode.ParseKVType(v)
 		if err != nil {
 			return fmt.Errorf("value %q: f16, q8_0 or f32", v)
 		}
-		*field(o) = t
+		*dst = t
 		return nil
 	}
 }

@@ -143,8 +143,8 @@ func (e *GPUEngine) qkvAttention(l, B int, x kernels.DevF32) error {
 // layer queues transformer block l; errors name the op after the tensors
 // it reads, as llama.cpp names them.
 func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
-	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
-	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
+	s, d, w := &e.s, e.dev, &e.w.layers[l]
+	att, gate := s.att.Slice(0, B), s.gate.Slice(0, B)
 	if err := e.qkvAttention(l, B, x); err != nil {
 		return err
 	}
@@ -153,16 +153,23 @@ func (e *GPUEngine) layer(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) e
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNGate], Y: gate}, {W: w.mats[model.FFNUp], Y: up}},
-			X:    x, Norm: w.vecs[model.FFNNorm], Eps: m.RMSEps, GLU: true,
-		})
-	}); err != nil {
+	if err := e.gateUp(l, B, x); err != nil {
 		return err
 	}
 	return e.op(l, "ffn_down+residual", func() error {
 		return d.MatVecFused(kernels.MatVecOp{Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNDown], Y: x}}, X: gate, Accumulate: true})
+	})
+}
+
+// gateUp queues block l's normalized gate/up product with SwiGLU on the
+// matrix-vector kernels, into the first B rows of s.gate.
+func (e *GPUEngine) gateUp(l, B int, x kernels.DevF32) error {
+	s, w := &e.s, &e.w.layers[l]
+	return e.op(l, "ffn_norm+gate_up+swiglu", func() error {
+		return e.dev.MatVecFused(kernels.MatVecOp{
+			Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNGate], Y: s.gate.Slice(0, B)}, {W: w.mats[model.FFNUp], Y: s.up.Slice(0, B)}},
+			X:    x, Norm: w.vecs[model.FFNNorm], Eps: e.m.RMSEps, GLU: true,
+		})
 	})
 }
 

@@ -294,8 +294,8 @@ func (k *tpRank) step(B int) error {
 // layer queues block l of the rank's shard.
 func (k *tpRank) layer(l, B int, x kernels.DevF32) error {
 	e := k.e
-	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
-	att, gate, up, part := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B), k.part.Slice(0, B)
+	s, d, w := &e.s, e.dev, &e.w.layers[l]
+	att, gate, part := s.att.Slice(0, B), s.gate.Slice(0, B), k.part.Slice(0, B)
 	reduced := func(name string, product func() error) error {
 		if err := e.op(l, name, product); err != nil {
 			return err
@@ -313,12 +313,7 @@ func (k *tpRank) layer(l, B int, x kernels.DevF32) error {
 	}); err != nil {
 		return err
 	}
-	if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
-		return d.MatVecFused(kernels.MatVecOp{
-			Segs: []kernels.MatVecSeg{{W: w.mats[model.FFNGate], Y: gate}, {W: w.mats[model.FFNUp], Y: up}},
-			X:    x, Norm: w.vecs[model.FFNNorm], Eps: m.RMSEps, GLU: true,
-		})
-	}); err != nil {
+	if err := e.gateUp(l, B, x); err != nil {
 		return err
 	}
 	return reduced("ffn_down", func() error {

@@ -3,8 +3,6 @@ package decode
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,23 +18,7 @@ func synthLlama(b *testing.B) *model.Model {
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(b.TempDir(), "m.gguf")
-	out, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := synth.Write(out, synth.Options{Config: cfg, FileType: "Q8_0", Seed: 5}); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
-	f, m, err := model.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	return m
+	return openSynth(b, cfg, "Q8_0", 5)
 }
 
 // BenchmarkKVDecodeDepth times one decode step at depth 1024 of the tiny

@@ -2,8 +2,6 @@ package decode
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"llmserve/internal/nmse"
@@ -30,22 +28,7 @@ func TestSynthArchsRun(t *testing.T) {
 				if arch == "phi3" { // LongRoPE, the long factors in use at context 16
 					cfg.LongRope = &synth.LongRopeScaling{Factor: 4, OriginalContext: 8}
 				}
-				path := filepath.Join(t.TempDir(), "m.gguf")
-				out, err := os.Create(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := synth.Write(out, synth.Options{Config: cfg, FileType: typ, Seed: 5}); err != nil {
-					t.Fatal(err)
-				}
-				if err := out.Close(); err != nil {
-					t.Fatal(err)
-				}
-				f, m, err := model.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
+				m := openSynth(t, cfg, typ, 5)
 				if long := m.Tensors[model.RopeFactorsLong] != nil; long != (cfg.LongRope != nil) || (long && m.RopeAttnFactor == 1) {
 					t.Errorf("rope_factors_long loaded = %v, attention factor %g; LongRoPE set = %v", long, m.RopeAttnFactor, cfg.LongRope != nil)
 				}

@@ -2,8 +2,6 @@ package decode
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,22 +33,7 @@ func TestTPSynthKQuants(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Embedding, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.Tied = 256, 1, 8, 4, 64, 512, tc.tied
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			out, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := synth.Write(out, synth.Options{Config: cfg, FileType: tc.typ, Seed: 7}); err != nil {
-				t.Fatal(err)
-			}
-			if err := out.Close(); err != nil {
-				t.Fatal(err)
-			}
-			f, m, err := model.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			m := openSynth(t, cfg, tc.typ, 7)
 			if strings.Contains(tc.typ, "_K") {
 				for _, id := range []model.TensorID{model.AttnOut, model.FFNDown} {
 					if w := m.Layers[0][id]; w.Type.BlockSize() != 256 {

@@ -67,6 +67,19 @@ func goldenTolerance(name string) float64 {
 	return 2e-3
 }
 
+// cpuLogits is every row of logits of tokens run in one batch through a
+// CPU engine of m with a context of 64, the reference the other engines'
+// tests compare with.
+func cpuLogits(t testing.TB, m *model.Model, tokens []int32) []float32 {
+	t.Helper()
+	cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	return forwardAll(t, cpu, tokens, 0)
+}
+
 // forwardAll feeds tokens to sequence seq at positions 0.. in one batch and
 // returns the logits after every token.
 func forwardAll(t testing.TB, e Engine, tokens []int32, seq int32) []float32 {

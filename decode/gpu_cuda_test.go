@@ -63,12 +63,7 @@ func gpuCPUTolerance(name string) float64 {
 func TestGPUGoldenLogits(t *testing.T) {
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
-		cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		want := forwardAll(t, cpu, goldenTokens, 0)
+		want := cpuLogits(t, m, goldenTokens)
 		ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
 		var eager []float32
 		for _, graphs := range []bool{false, true} {
@@ -109,13 +104,8 @@ func TestGPUSynthArchs(t *testing.T) {
 		for _, ft := range []string{"F32", "Q8_0"} {
 			t.Run(arch+"/"+ft, func(t *testing.T) {
 				m := synthModel(t, arch, "tiny", ft, false)
-				cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cpu.Close()
 				tokens := []int32{1, 5, 77, 200, 13, 260, 42, 99, 3}
-				want := forwardAll(t, cpu, tokens, 0)
+				want := cpuLogits(t, m, tokens)
 				e := openGPU(t, m, GPUOptions{Context: 64, Graphs: true})
 				got := forwardAll(t, e, tokens, 0)
 				tol := gpuCPUTolerance(ft)

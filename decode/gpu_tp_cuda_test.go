@@ -54,12 +54,7 @@ func TestTPGPUGoldenLogits(t *testing.T) {
 			t.Skip("K-quant blocks do not split at 128 columns")
 		}
 		m := loadModel(t, "golden/"+name+".gguf")
-		cpu, err := NewCPUEngine(m, CPUOptions{Context: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		want := forwardAll(t, cpu, goldenTokens, 0)
+		want := cpuLogits(t, m, goldenTokens)
 		got := forwardAll(t, openTPGPU(t, "golden/"+name+".gguf", 2, GPUOptions{Context: 64}), goldenTokens, 0)
 		err2, tol := nmse.Of(got, want), gpuCPUTolerance(name)
 		t.Logf("NMSE vs CPU engine %.3g (tolerance %.0e)", err2, tol)

@@ -37,12 +37,7 @@ func TestTPGoldenLogits(t *testing.T) {
 	forEachGolden(t, func(t *testing.T, dir, name string) {
 		m := loadModel(t, "golden/"+name+".gguf")
 		ref := readF32s(t, filepath.Join(dir, name+".logits.f32"))
-		single, err := NewCPUEngine(m, CPUOptions{Context: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer single.Close()
-		want := forwardAll(t, single, goldenTokens, 0)
+		want := cpuLogits(t, m, goldenTokens)
 		for _, ranks := range []int{2, 4} {
 			t.Run(fmt.Sprintf("tp%d", ranks), func(t *testing.T) {
 				e, err := NewTPCPUEngine(m, ranks, CPUOptions{Context: 64})
@@ -249,12 +244,7 @@ func TestTPGoldenArchLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			single, err := NewCPUEngine(m, CPUOptions{Context: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer single.Close()
-			want := forwardAll(t, single, goldenTokens, 0)
+			want := cpuLogits(t, m, goldenTokens)
 			got := forwardAll(t, e, goldenTokens, 0)
 			ref := readF32s(t, filepath.Join(dir, tc.name+".logits.f32"))
 			self, tol := nmse.Of(got, want), tpSelfTolerance(tc.name)

@@ -61,13 +61,14 @@ type GPUOptions struct {
 	// tensor cores; 0 is gpuMatMulMin. The environment variable
 	// LLMSERVE_MATMUL_MIN sets it too (for measuring the crossover).
 	MatMulMin int
-	// MatMulQ16 runs the products of quantized matrices on the 16-bit
-	// tensor cores (weights dequantized to f16, kernels.MatMulsOp.Q16)
-	// instead of the int8 ones, where those kernels read the matrix: off
-	// by default until measured. The environment variable
-	// LLMSERVE_MATMUL_Q16=1 turns it on too (to compare both on one
-	// binary).
-	MatMulQ16 bool
+	// MatMulQ16Min is the smallest step, in tokens, whose products of
+	// quantized matrices run on the 16-bit tensor cores (weights
+	// dequantized to f16, kernels.MatMulsOp.Q16) instead of the int8 ones,
+	// where those kernels read the matrix; 0 is gpuQ16Min (the steps past
+	// the graph buckets: prompts), negative never. The environment
+	// variable LLMSERVE_MATMUL_Q16 sets it too: 1 every tensor-core step,
+	// 0 never (to compare the kernels on one binary).
+	MatMulQ16Min int
 	// Paged keeps the KV cache in a paged pool of f16 cells (kv.cuh)
 	// instead of one f32 region per slot: BlockSize tokens a block (0:
 	// DefaultBlockSize), as many blocks as KVMemory bytes hold (0: room for
@@ -106,6 +107,10 @@ const gpuMaxStep = 512
 // against 3204).
 const gpuMatMulMin = 16
 
+// useQ16 says whether a step of rows tokens runs its quantized products on
+// the 16-bit tensor cores (q16Min).
+func (e *GPUEngine) useQ16(rows int) bool { return e.q16Min > 0 && rows >= e.q16Min }
+
 // GPUEngine runs the forward pass of a model on a CUDA device. Weights stay
 // in their GGUF types; activations and the KV cache are f32. A step's inputs
 // (tokens, positions, sequence slots) live in one device buffer written
@@ -138,9 +143,9 @@ type GPUEngine struct {
 	// matMulMin is the smallest step on the tensor-core products (above
 	// stepRows in deterministic mode: never).
 	matMulMin int
-	// q16 asks the tensor-core products for the 16-bit path of quantized
-	// matrices (GPUOptions.MatMulQ16).
-	q16 bool
+	// q16Min is the smallest step, in tokens, whose quantized products
+	// take the 16-bit tensor-core path (GPUOptions.MatMulQ16Min; 0: never).
+	q16Min int
 	// prefill says whether steps over gpuMaxBatch tokens run attention on
 	// the tensor cores (kernels.AttentionPrefill takes the head size);
 	// tiles and tileRows describe the current step's tile table (in e.in).
@@ -235,7 +240,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if v, err := strconv.Atoi(os.Getenv("LLMSERVE_MATMUL_MIN")); err == nil && v > 0 {
 		e.matMulMin = v
 	}
-	e.q16 = opts.MatMulQ16 || os.Getenv("LLMSERVE_MATMUL_Q16") == "1"
+	e.q16Min = q16Min(opts.MatMulQ16Min, os.Getenv("LLMSERVE_MATMUL_Q16"))
 	if opts.Deterministic {
 		e.stepRows, e.matMulMin = gpuMaxBatch, gpuMaxStep+1
 	}

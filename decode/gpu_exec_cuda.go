@@ -220,7 +220,7 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 	}
 	x := e.execBuf(steps[0].In, B)
 	if tensorCores {
-		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.q16})
+		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.useQ16(x.Rows)})
 	}
 	op := kernels.MatVecOp{Segs: segs, X: x, Accumulate: add != nil}
 	if norm != nil {
@@ -274,7 +274,7 @@ func (e *GPUEngine) execStep(st *model.Step, l, B int, w *gpuLayer) error {
 func (e *GPUEngine) execMatMul(x kernels.DevF32, segs ...kernels.MatVecSeg) error {
 	B := x.Rows
 	if B >= e.matMulMin || B > gpuMaxBatch {
-		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.q16})
+		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.useQ16(x.Rows)})
 	}
 	return e.dev.MatVecFused(kernels.MatVecOp{Segs: segs, X: x})
 }
@@ -362,23 +362,15 @@ func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32)
 		if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k, Pick: pick, Weight: pw}); err != nil {
 			return err
 		}
-		// One row per (token, pick) in the scratch of the dense path.
+		// One row per (token, pick) in the scratch of the dense path: the
+		// gate and up products gated in one launch, then the down product
+		// of each row's own gated values.
 		gate, up, y := s.gate.Slice(0, B*k), s.up.Slice(0, B*k), x.moeY.Slice(0, B*k)
-		for _, p := range []struct {
-			id  model.TensorID
-			x   kernels.DevF32
-			y   kernels.DevF32
-			per bool
-		}{{st.Experts[0], in, gate, false}, {st.Experts[1], in, up, false}} {
-			ex := w.exps[p.id]
-			if err := d.MoEProduct(kernels.MoEProductOp{W: ex[0], Experts: len(ex), Stride: expertStride(ex), X: p.x, Pick: pick, Used: k, PerSlot: p.per, Y: p.y}); err != nil {
-				return fmt.Errorf("%s: %w", model.Spec(p.id).Name, err)
-			}
+		g, u, down := w.exps[st.Experts[0]], w.exps[st.Experts[1]], w.exps[st.Experts[2]]
+		if err := d.MoEProduct(kernels.MoEProductOp{W: g[0], Experts: len(g), Stride: expertStride(g), X: in, Pick: pick, Used: k, Y: gate,
+			Up: u[0], UpStride: expertStride(u), Act: act, UpScratch: up}); err != nil {
+			return fmt.Errorf("%s: %w", model.Spec(st.Experts[0]).Name, err)
 		}
-		if err := d.GLUPair(gate, up, gate, act); err != nil {
-			return err
-		}
-		down := w.exps[st.Experts[2]]
 		if err := d.MoEProduct(kernels.MoEProductOp{W: down[0], Experts: len(down), Stride: expertStride(down), X: gate, Pick: pick, Used: k, PerSlot: true, Y: y}); err != nil {
 			return fmt.Errorf("%s: %w", model.Spec(st.Experts[2]).Name, err)
 		}

@@ -223,7 +223,7 @@ func TestGPUGraphDump(t *testing.T) {
 	for i, bucket := range []int{1, 16} {
 		var b Batch
 		for j, tok := range goldenTokens[:bucket] {
-			b.Add(tok, int32(j), 1, j == bucket-1)
+			b.Add(tok, int32(j), 0, j == bucket-1)
 		}
 		prof, err := e.ProfileStep(&b)
 		if err != nil {

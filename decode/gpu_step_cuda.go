@@ -182,7 +182,7 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	q, k, v, xn := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B), s.xn.Slice(0, B)
 	att, gate, up := s.att.Slice(0, B), s.gate.Slice(0, B), s.up.Slice(0, B)
 	op := func(in kernels.DevF32, segs ...kernels.MatVecSeg) kernels.MatMulsOp {
-		return kernels.MatMulsOp{Segs: segs, X: in, Scratch: s.mm, ScratchBytes: s.mmBytes, Temp: xn, Q16: e.q16}
+		return kernels.MatMulsOp{Segs: segs, X: in, Scratch: s.mm, ScratchBytes: s.mmBytes, Temp: xn, Q16: e.useQ16(B)}
 	}
 	if err := e.op(l, "attn_norm+qkv", func() error {
 		o := op(x, kernels.MatVecSeg{W: w.mats[model.AttnQ], Y: q, Bias: w.vecs[model.AttnQBias]},

@@ -53,6 +53,7 @@ var kernelNames = map[string][]string{
 	"mmhq":      mmhqKernelNames(),
 	"sample":    {"sample"},
 	"ops_arch":  opsArchKernels(),
+	"moe":       moeKernelNames(),
 
 	"attention_prefill": prefillKernelNames(),
 	"attention_paged":   pagedKernelNames(),
@@ -72,7 +73,7 @@ func waitsItself(name string) bool {
 	if slices.Contains(mvqKernels(), name) {
 		return true
 	}
-	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_"} {
+	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_", "moe_mvq_"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -7,16 +7,13 @@
 // soft-capped logits and a sliding window. None is launched to overlap the
 // kernel ahead (none calls grid_wait), so each starts once that kernel has
 // finished.
+#include "act.cuh"
 #include "fused.cuh"
 
 #define ARCH_ATT_THREADS 128
 #define ARCH_ATT_TILE 32    // positions per tile: one per lane of the softmax warp
 #define ARCH_MAX_HEAD 256   // MaxHeadDim in attention_cuda.go
 #define ARCH_MOE_MAXK 32    // MaxExpertsUsed in ops_arch_cuda.go
-
-static __device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.f + tanhf(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
-}
 
 // glu_act: out[r, c] = act(g[r*gStride + c]) * u[r*uStride + c] for r <
 // rows, c < f; act 0 is SiLU, 1 GELU (tanh). out (rows × f) may be g when
@@ -28,8 +25,7 @@ extern "C" __global__ void glu_act(const float *g, const float *u, float *out, i
   if (i >= (long)rows * f) return;
   const int r = (int)(i / f), c = (int)(i - (long)r * f);
   const float x = g[(size_t)r * gStride + c], y = u[(size_t)r * uStride + c];
-  const float a = act == 1 ? gelu_tanh(x) : x / (1.f + expf(-x));
-  out[i] = a * y;
+  out[i] = glu_value(x, y, act);
 }
 
 // scale_f32: out[i] = in[i] * s for i < n whose i % period < width (the

@@ -159,51 +159,6 @@ func (d *Device) MoERoute(op MoERouteOp) error {
 		cuda.P(logits.Ptr), cuda.P(op.W.Ptr), cuda.P(op.Pick.Ptr), cuda.P(op.Weight.Ptr), cuda.I(logits.Cols), cuda.I(used), cuda.I(logits.Rows))
 }
 
-// MoEProductOp is the products of the chosen experts only: for slot i of
-// B·Used (token i/Used's (i%Used)-th pick), Y[i, :] = W_e · X[i/Used, :]
-// (X[i, :] with PerSlot), e = Pick[i]. W is expert 0's matrix, in the GGUF
-// layout (not wide); expert e's starts Stride·e bytes after it (Stride ≥
-// its size when Experts > 1). A quantized W's input is rounded to 8 bits
-// per 32 values, as MatVecFused rounds it.
-type MoEProductOp struct {
-	W       DevMatrix
-	Experts int
-	Stride  int64
-	X       DevF32
-	Pick    DevI32
-	Used    int
-	PerSlot bool
-	Y       DevF32
-}
-
-// MoEProduct runs op.
-func (d *Device) MoEProduct(op MoEProductOp) error {
-	w := op.W
-	if w.Wide || !SupportsType(w.Type) || w.Cols%32 != 0 || w.Rows < 1 || op.Experts < 1 {
-		return fmt.Errorf("kernels: moe_matvec: %v matrix %d×%d (wide %v) for %d experts: want a GGUF-layout type the matvec kernels read, columns a multiple of 32",
-			w.Type, w.Rows, w.Cols, w.Wide, op.Experts)
-	}
-	rb, err := w.RowBytes()
-	if err != nil {
-		return fmt.Errorf("kernels: moe_matvec: %w", err)
-	}
-	if op.Experts > 1 && op.Stride < rb*int64(w.Rows) {
-		return fmt.Errorf("kernels: moe_matvec: experts %d bytes apart, each %d bytes", op.Stride, rb*int64(w.Rows))
-	}
-	n := op.Y.Rows
-	xRows := n
-	if !op.PerSlot && op.Used > 0 {
-		xRows = n / op.Used
-	}
-	if op.Used < 1 || n < 1 || n%op.Used != 0 || n > 65535 || op.Pick.Len != n || op.Y.Cols != w.Rows || op.X.Cols != w.Cols || op.X.Rows != xRows {
-		return fmt.Errorf("kernels: moe_matvec: x %d×%d, y %d×%d, %d picks of %d per token, experts of %d×%d",
-			op.X.Rows, op.X.Cols, op.Y.Rows, op.Y.Cols, op.Pick.Len, op.Used, w.Rows, w.Cols)
-	}
-	return d.launch("moe_matvec_"+w.Type.String(), cuda.Dim3{X: ceilDiv(w.Rows, 8), Y: n}, cuda.Dim3{X: 256}, 0,
-		cuda.P(w.Ptr), cuda.Arg(rb), cuda.Arg(op.Stride), cuda.I(w.Rows), cuda.I(w.Cols), cuda.P(op.X.Ptr), cuda.P(op.Pick.Ptr),
-		cuda.I(op.Used), cuda.I(boolInt(op.PerSlot)), cuda.P(op.Y.Ptr))
-}
-
 // MoECombine writes out[b, :] = Σ_j weight[b, j]·y[b·Used + j, :]: each
 // token's chosen experts' outputs (B·Used rows), weighted (B × Used).
 func (d *Device) MoECombine(out, y, weight DevF32) error {

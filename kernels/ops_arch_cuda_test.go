@@ -347,16 +347,7 @@ func TestCUDAMoEProduct(t *testing.T) {
 		t.Run(fmt.Sprintf("%v_E%d_top%d_B%d", c.typ, c.E, c.k, c.B), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(15, uint64(c.rows*c.cols)))
 			g := newBuffers(t)
-			m := randMatrix(t, rng, c.typ, c.E*c.rows, c.cols)
-			wf := refDequant(t, m)
-			// The experts 256-byte aligned, as the engine places them.
-			size := len(m.Data) / c.E
-			stride := (size + 255) / 256 * 256
-			padded := make([]byte, c.E*stride)
-			for e := 0; e < c.E; e++ {
-				copy(padded[e*stride:], m.Data[e*size:(e+1)*size])
-			}
-			w := DevMatrix{Type: c.typ, Rows: c.rows, Cols: c.cols, Ptr: g.bytes(padded)}
+			w, stride, wf := expertMatrices(t, g, rng, c.typ, c.E, c.rows, c.cols)
 			n := c.B * c.k
 			picks := make([]int32, n)
 			for i := range picks {

@@ -9,7 +9,7 @@ import (
 // Config is the architecture and shape of a synthetic model.
 type Config struct {
 	Arch          string  // llama.cpp architecture name: llama, qwen2, qwen3, gemma2 or phi3
-	Name          string  // general.name
+	Name          string  // general.name (see modelName)
 	ContextLength int     // {arch}.context_length
 	Embedding     int     // model width
 	Layers        int     // transformer blocks
@@ -88,7 +88,7 @@ func Shape(arch, shape string) (Config, error) {
 	if !slices.Contains(Shapes[arch], shape) {
 		return Config{}, fmt.Errorf("synth: unknown shape %q for %s (want one of %v)", shape, arch, Shapes[arch])
 	}
-	c := Config{Arch: fileArch(arch), Name: "synth-" + arch + "-" + shape}
+	c := Config{Arch: fileArch(arch), Name: modelName(arch, shape)}
 	switch arch {
 	case "llama":
 		scaling := llama31Scaling

@@ -34,6 +34,12 @@
 // it; BuiltinVocab is a 261-token byte-level vocabulary for when no
 // vocabulary file is at hand.
 //
+// general.name is "synth-ARCH-SHAPE", and "synth Phi 3.5 SHAPE" for phi3:
+// llama.cpp gives a model whose name contains "phi3" or "phi-3" the token
+// attributes of Phi-3's own vocabulary and refuses it when the vocabulary
+// lacks Phi-3's </s>, <unk>, <s> or <|endoftext|>; Write refuses such a
+// name with such a vocabulary.
+//
 // Weights: matrices are N(0, 0.02), norm weights 1 + N(0, 0.02), biases
 // N(0, 0.02). Each row of each tensor is drawn from its own generator,
 // seeded from the model seed, the tensor name and the row index, so tensors

@@ -135,7 +135,7 @@ func Tiny(arch string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	c.Name = "synth-" + arch + "-micro"
+	c.Name = modelName(arch, "micro")
 	c.setDims(32, 2, 4, 2, 8, 64, true)
 	c.ContextLength = 64
 	if c.RopeScaling != nil {

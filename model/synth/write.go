@@ -46,6 +46,9 @@ func Write(dst io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := checkNameQuirks(c.Name, vocab); err != nil {
+		return err
+	}
 
 	specs, err := c.tensors(nVocab)
 	if err != nil {

@@ -194,10 +194,15 @@ func (e *GPUEngine) execBlock(l, B int, _ kernels.DevF32, _, _ kernels.DevI32) e
 
 // execProducts queues a group of steps (execPlan): an optional norm, the
 // products of one input in one launch, an optional residual add they
-// accumulate into.
+// accumulate into, gated activation they feed or column splits of their
+// result; or a norm and the add of its result.
 func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *gpuLayer) error {
+	if g.NormAdd {
+		n, a := &steps[0], &steps[1]
+		return e.dev.RMSNormAdd(e.execBuf(n.In, B), w.vecs[n.W], e.execBuf(a.Out, B), e.m.RMSEps)
+	}
 	tensorCores := B >= e.matMulMin || B > gpuMaxBatch
-	var norm *model.Step
+	var norm, add, glu *model.Step
 	if g.Norm {
 		norm, steps = &steps[0], steps[1:]
 		if tensorCores { // the tensor-core products take no norm: it runs first
@@ -207,9 +212,15 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 			norm = nil
 		}
 	}
-	var add *model.Step
 	if g.Residual {
 		add, steps = &steps[len(steps)-1], steps[:len(steps)-1]
+	}
+	if g.GLU {
+		glu, steps = &steps[len(steps)-1], steps[:len(steps)-1]
+	}
+	var splits []model.Step
+	if g.Split > 0 {
+		splits, steps = steps[len(steps)-g.Split:], steps[:len(steps)-g.Split]
 	}
 	segs := make([]kernels.MatVecSeg, len(steps))
 	for i, st := range steps {
@@ -218,15 +229,79 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 	if add != nil {
 		segs[0].Y = e.execBuf(add.Out, B)
 	}
+	// after are the group's steps left to run after the products: the
+	// splits whose rows could not be cut out of the matrix, the GLU on
+	// the tensor-core products.
+	var after []model.Step
+	if splits != nil {
+		if parts, ok := e.splitSegs(segs[0].W, splits, B); ok {
+			segs = parts
+		} else {
+			after = splits
+		}
+	}
+	gated := glu != nil && !tensorCores
+	if gated && len(segs) == 1 {
+		// One fused gate/up matrix: its halves, the up half into BufUp.
+		f := glu.Out
+		halves, ok := e.splitSegs(segs[0].W, []model.Step{{In: steps[0].Out, Out: f}, {In: steps[0].Out, Out: model.BufUp, Offset: e.m.BufWidth(f)}}, B)
+		if ok {
+			segs = halves
+		} else {
+			gated = false
+		}
+	}
+	if glu != nil && !gated {
+		after = append(after, *glu)
+	}
 	x := e.execBuf(steps[0].In, B)
 	if tensorCores {
-		return e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.useQ16(x.Rows)})
+		if err := e.dev.MatMuls(kernels.MatMulsOp{Segs: segs, X: x, Accumulate: add != nil, Scratch: e.s.mm, ScratchBytes: e.s.mmBytes, Q16: e.useQ16(x.Rows)}); err != nil {
+			return err
+		}
+	} else {
+		op := kernels.MatVecOp{Segs: segs, X: x, Accumulate: add != nil}
+		if norm != nil {
+			op.X, op.Norm, op.Eps = e.execBuf(norm.In, B), w.vecs[norm.W], e.m.RMSEps
+		}
+		if gated {
+			op.GLU, op.Act = true, gluAct(glu.Act)
+			op.Segs[0].Y = e.execBuf(glu.Out, B)
+		}
+		if err := e.dev.MatVecFused(op); err != nil {
+			return err
+		}
 	}
-	op := kernels.MatVecOp{Segs: segs, X: x, Accumulate: add != nil}
-	if norm != nil {
-		op.X, op.Norm, op.Eps = e.execBuf(norm.In, B), w.vecs[norm.W], e.m.RMSEps
+	for i := range after {
+		if err := e.execStep(&after[i], l, B, w); err != nil {
+			return err
+		}
 	}
-	return e.dev.MatVecFused(op)
+	return nil
+}
+
+// splitSegs cuts the rows of w that each split step copies (its Offset,
+// as many as its output's width) into a product of their own into that
+// output; ok is false when a range does not start where the kernels can
+// read it.
+func (e *GPUEngine) splitSegs(w kernels.DevMatrix, splits []model.Step, B int) ([]kernels.MatVecSeg, bool) {
+	segs := make([]kernels.MatVecSeg, len(splits))
+	for i, st := range splits {
+		part, err := w.SliceRows(st.Offset, e.m.BufWidth(st.Out))
+		if err != nil {
+			return nil, false
+		}
+		segs[i] = kernels.MatVecSeg{W: part, Y: e.execBuf(st.Out, B)}
+	}
+	return segs, true
+}
+
+// gluAct is the device activation of a described one.
+func gluAct(a model.Act) kernels.GLUAct {
+	if a == model.ActGELUTanh {
+		return kernels.GLUGELUTanh
+	}
+	return kernels.GLUSiLU
 }
 
 // execStep queues one step over B rows with block l's tensors w (nil
@@ -248,10 +323,7 @@ func (e *GPUEngine) execStep(st *model.Step, l, B int, w *gpuLayer) error {
 	case model.OpAttention:
 		return e.execAttention(st, l, B)
 	case model.OpGLU:
-		act := kernels.GLUSiLU
-		if st.Act == model.ActGELUTanh {
-			act = kernels.GLUGELUTanh
-		}
+		act := gluAct(st.Act)
 		if st.In2 == model.NoBuf {
 			return d.GLUFused(in, out, act)
 		}
@@ -353,10 +425,7 @@ func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32)
 	if err := e.execMatMul(in, kernels.MatVecSeg{W: w.mats[st.W], Y: probs}); err != nil {
 		return fmt.Errorf("ffn_gate_inp: %w", err)
 	}
-	act := kernels.GLUSiLU
-	if st.Act == model.ActGELUTanh {
-		act = kernels.GLUGELUTanh
-	}
+	act := gluAct(st.Act)
 	if 2*B*k <= e.m.Experts && B*k <= s.gate.Rows {
 		pick, pw := kernels.DevI32{Ptr: x.pick.Ptr, Len: B * k}, x.pickW.Slice(0, B)
 		if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k, Pick: pick, Weight: pw}); err != nil {

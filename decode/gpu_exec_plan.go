@@ -5,7 +5,8 @@ import "llmserve/model"
 // execGroup is a run of a block's steps that the GPU executor
 // (gpu_exec_cuda.go) launches as one product: Steps[First:First+N] are
 // an optional norm, one to three matrix products of one input, and an
-// optional residual add. The plan is made once per block from the
+// optional residual add or gated activation; or a norm and the residual
+// add of its result (NormAdd). The plan is made once per block from the
 // description, and holds for every step size.
 type execGroup struct {
 	First, N int
@@ -18,6 +19,20 @@ type execGroup struct {
 	// buffer, which nothing else reads: the product accumulates into
 	// that buffer instead.
 	Residual bool
+	// GLU: the last step gates the products' results, which nothing else
+	// reads: the gate and up products (or the two halves of one fused
+	// gate/up product) run as one gated product into the GLU's output,
+	// on the matrix-vector kernels (the tensor-core products run the GLU
+	// after them).
+	GLU bool
+	// Split: the last Split steps copy column ranges of the one product's
+	// result, which nothing else reads, into buffers of their own: the
+	// matrix's row ranges run as the products of those buffers (a fused
+	// Q/K/V matrix).
+	Split int
+	// NormAdd: the two steps are a full-width RMSNorm and the add of its
+	// result (which nothing else reads) into another buffer: one launch.
+	NormAdd bool
 }
 
 // execPlan groups block l's steps of m for the GPU executor; a step no
@@ -33,6 +48,12 @@ func execPlan(m *model.Model, l int) []execGroup {
 	var plan []execGroup
 	for i := 0; i < len(steps); {
 		g := execGroup{First: i, N: 1}
+		if execNormAdd(m, l, steps, i) && dead(steps[i].Out, i+1) {
+			g.N, g.NormAdd = 2, true
+			plan = append(plan, g)
+			i += 2
+			continue
+		}
 		j := i // the first product
 		if s := steps[i]; s.Op == model.OpNorm && s.W != model.NoTensor && m.Layers[l][s.W] != nil &&
 			int(m.Layers[l][s.W].Dims[0]) == m.BufWidth(s.In) && i+1 < len(steps) && steps[i+1].Op == model.OpMatMul && steps[i+1].In == s.Out {
@@ -63,10 +84,73 @@ func execPlan(m *model.Model, l int) []execGroup {
 				g.Residual, g.N = true, g.N+1
 			}
 		}
+		if !g.Residual && k < len(steps) && execGLU(m, l, steps, j, k) {
+			// The up half's output (or scratch) and the gate's, unless the
+			// GLU writes over it, are left unwritten.
+			up := model.BufUp
+			if k == j+2 {
+				up = steps[j+1].Out
+			}
+			if dead(up, k) && (steps[k].Out == steps[j].Out || dead(steps[j].Out, k)) {
+				g.GLU, g.N = true, g.N+1
+			}
+		}
+		if !g.Residual && !g.GLU && k == j+1 {
+			n := 0
+			for k+n < len(steps) && n < 3 && execSplits(steps, j, k+n) {
+				n++
+			}
+			if n > 0 && steps[j].Bias == model.NoTensor && dead(steps[j].Out, k+n-1) {
+				g.Split, g.N = n, g.N+n
+			}
+		}
 		plan = append(plan, g)
 		i += g.N
 	}
 	return plan
+}
+
+// execSplits says whether step i copies columns of product j's result
+// into a buffer that is not the product's input nor written by the steps
+// from product j to i.
+func execSplits(steps []model.Step, j, i int) bool {
+	st := steps[i]
+	return st.Op == model.OpSplit && st.In == steps[j].Out && st.Out != steps[j].In && !execWritesAny(steps[j:i], st.Out)
+}
+
+// execNormAdd says whether steps i and i+1 of block l are a full-width
+// RMSNorm with a weight and the add of its result into another buffer
+// than the norm's input (Out += In).
+func execNormAdd(m *model.Model, l int, steps []model.Step, i int) bool {
+	if i+1 >= len(steps) {
+		return false
+	}
+	n, a := steps[i], steps[i+1]
+	return n.Op == model.OpNorm && n.W != model.NoTensor && m.Layers[l][n.W] != nil && int(m.Layers[l][n.W].Dims[0]) == m.BufWidth(n.In) &&
+		a.Op == model.OpAdd && a.In == n.Out && a.Out != n.In && a.Out != n.Out && m.BufWidth(a.Out) == m.BufWidth(n.In)
+}
+
+// execGLU says whether step k gates the products steps[j:k] of block l:
+// two products, gate (into the GLU's input) and up (into its second
+// input), or one product into a fused gate/up buffer (gate values, then
+// up values, per row) of a matrix without bias whose halves run as the
+// two, with BufUp as the scratch of the up half. The GLU writes
+// neither the products' input nor the up half's scratch.
+func execGLU(m *model.Model, l int, steps []model.Step, j, k int) bool {
+	st := steps[k]
+	if st.Op != model.OpGLU || st.Out == steps[j].In || st.In != steps[j].Out {
+		return false
+	}
+	switch k - j {
+	case 2:
+		return st.In2 == steps[j+1].Out && st.Out != steps[j+1].Out
+	case 1:
+		p, w := steps[j], m.Layers[l][steps[j].W]
+		return st.In2 == model.NoBuf && p.Bias == model.NoTensor && w != nil && len(w.Dims) == 2 &&
+			int(w.Dims[1]) == 2*m.BufWidth(st.Out) && m.BufWidth(model.BufUp) == m.BufWidth(st.Out) &&
+			st.Out != model.BufUp && p.In != model.BufUp
+	}
+	return false
 }
 
 // execJoins says whether step k is a product that joins the products

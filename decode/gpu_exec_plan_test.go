@@ -10,8 +10,8 @@ import (
 )
 
 // planString writes block l's plan as its groups' step names joined by
-// "+", a group that normalizes or accumulates marked (norm) or
-// (residual).
+// "+", a group that normalizes, accumulates, gates, splits or adds a norm
+// marked (norm), (residual), (glu), (split N) or (norm-add).
 func planString(steps []string, plan []execGroup) string {
 	var parts []string
 	for _, g := range plan {
@@ -21,6 +21,15 @@ func planString(steps []string, plan []execGroup) string {
 		}
 		if g.Residual {
 			p += "(residual)"
+		}
+		if g.GLU {
+			p += "(glu)"
+		}
+		if g.Split > 0 {
+			p += fmt.Sprintf("(split %d)", g.Split)
+		}
+		if g.NormAdd {
+			p += "(norm-add)"
 		}
 		parts = append(parts, p)
 	}
@@ -33,10 +42,10 @@ func planString(steps []string, plan []execGroup) string {
 // alone feeds; every step in exactly one group, in order.
 func TestExecPlan(t *testing.T) {
 	cases := []struct{ rel, want string }{
-		{"golden-arch/tiny-gemma2-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur(norm) Qcur_rope Kcur_rope kqv_out attn_out attn_post_norm sa_out " +
-			"ffn_norm+ffn_gate+ffn_up(norm) ffn_geglu ffn_out ffn_post_norm l_out"},
-		{"golden-arch/tiny-phi3-Q8_0.gguf", "attn_norm+wqkv(norm) Qcur Kcur Vcur Qcur_rope Kcur_rope kqv_out attn_out+ffn_inp(residual) " +
-			"ffn_norm+ffn_up(norm) ffn_swiglu ffn_out+l_out(residual)"},
+		{"golden-arch/tiny-gemma2-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur(norm) Qcur_rope Kcur_rope kqv_out attn_out attn_post_norm+sa_out(norm-add) " +
+			"ffn_norm+ffn_gate+ffn_up+ffn_geglu(norm)(glu) ffn_out ffn_post_norm+l_out(norm-add)"},
+		{"golden-arch/tiny-phi3-Q8_0.gguf", "attn_norm+wqkv+Qcur+Kcur+Vcur(norm)(split 3) Qcur_rope Kcur_rope kqv_out attn_out+ffn_inp(residual) " +
+			"ffn_norm+ffn_up+ffn_swiglu(norm)(glu) ffn_out+l_out(residual)"},
 		{"golden-arch/tiny-mixtral-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur(norm) Qcur_rope Kcur_rope kqv_out attn_out+ffn_inp(residual) " +
 			"ffn_norm ffn_moe_out l_out"},
 	}
@@ -81,25 +90,31 @@ func TestExecPlanReads(t *testing.T) {
 		}
 		return bs
 	}
-	// reread makes a block read BufCur once more right after the step
-	// named after: the norm or product before must not be folded then.
-	reread := func(after string) func(*model.Model) {
+	// rereadBuf makes a block read buf once more right after the step
+	// named after: the step that wrote it must not be folded then.
+	rereadBuf := func(after string, buf model.Buf) func(*model.Model) {
 		return func(m *model.Model) {
 			for l, b := range m.Graph.Blocks {
 				i := slices.IndexFunc(b, func(s model.Step) bool { return s.Name == after })
-				m.Graph.Blocks[l] = slices.Insert(slices.Clone(b), i+1, model.Step{Op: model.OpAdd, Name: "reread", In: model.BufCur, Out: model.BufX})
+				m.Graph.Blocks[l] = slices.Insert(slices.Clone(b), i+1, model.Step{Op: model.OpAdd, Name: "reread", In: buf, Out: model.BufX})
 			}
 		}
 	}
+	reread := func(after string) func(*model.Model) { return rereadBuf(after, model.BufCur) }
 	cases := []struct {
 		rel    string
 		tamper func(*model.Model)
 	}{
 		{"golden-arch/tiny-gemma2-Q8_0.gguf", nil}, {"golden-arch/tiny-phi3-Q8_0.gguf", nil},
 		{"golden-arch/tiny-mixtral-Q8_0.gguf", nil}, {"golden/tiny-llama-Q8_0.gguf", nil},
-		{"golden-arch/tiny-mixtral-Q8_0.gguf", reread("Vcur")},  // attn_norm's result read after Q, K and V
-		{"golden-arch/tiny-phi3-Q8_0.gguf", reread("ffn_inp")},  // attn_out's result read after its residual
-		{"golden-arch/tiny-gemma2-Q8_0.gguf", reread("ffn_up")}, // ffn_norm's result read after gate and up
+		{"golden-arch/tiny-mixtral-Q8_0.gguf", reread("Vcur")},                        // attn_norm's result read after Q, K and V
+		{"golden-arch/tiny-phi3-Q8_0.gguf", reread("ffn_inp")},                        // attn_out's result read after its residual
+		{"golden-arch/tiny-gemma2-Q8_0.gguf", reread("ffn_up")},                       // ffn_norm's result read after gate and up
+		{"golden-arch/tiny-gemma2-Q8_0.gguf", rereadBuf("ffn_geglu", model.BufUp)},    // the up product's result read after the GLU
+		{"golden-arch/tiny-gemma2-Q8_0.gguf", reread("sa_out")},                       // attn_post_norm's result read after its add
+		{"golden-arch/tiny-phi3-Q8_0.gguf", rereadBuf("Vcur", model.BufQKV)},          // the fused Q/K/V product read after its splits
+		{"golden-arch/tiny-phi3-Q8_0.gguf", rereadBuf("ffn_swiglu", model.BufGateUp)}, // the fused gate/up product read after the GLU
+		{"golden-arch/tiny-phi3-Q8_0.gguf", rereadBuf("ffn_swiglu", model.BufUp)},     // the scratch of the up half read after the GLU
 	}
 	for _, c := range cases {
 		rel, m := c.rel, loadModel(t, c.rel)
@@ -127,6 +142,7 @@ func TestExecPlanReads(t *testing.T) {
 			}
 		}
 		var seq, planned run
+		garbage := 0 // the versions of what no step by step run holds
 		for l, steps := range m.Graph.Blocks {
 			for _, s := range steps {
 				step(&seq, s)
@@ -138,17 +154,33 @@ func TestExecPlanReads(t *testing.T) {
 				}
 				// A group: its steps read as they would (a folded norm's
 				// products read the norm of its input), and after it
-				// its unwritten outputs keep their old versions.
-				before := planned.ver
-				var folded []model.Buf
-				for i, s := range steps[g.First : g.First+g.N] {
-					if (g.Norm && i == 0) || (g.Residual && i == g.N-2) {
-						folded = append(folded, s.Out)
+				// what its steps wrote for each other (a result a later
+				// step of the group reads and none writes again) holds
+				// nothing anyone may read: a version no step by step run
+				// has. A gated product of one fused matrix uses BufUp as
+				// scratch.
+				grp := steps[g.First : g.First+g.N]
+				var inner []model.Buf
+				for i, s := range grp {
+					read := false
+					for _, t := range grp[i+1:] {
+						if t.Out == s.Out {
+							read = false
+							break
+						}
+						read = read || execReads(t, s.Out)
+					}
+					if read {
+						inner = append(inner, s.Out)
 					}
 					step(&planned, s)
 				}
-				for _, b := range folded {
-					planned.ver[b] = before[b]
+				if g.GLU && grp[g.N-1].In2 == model.NoBuf {
+					inner = append(inner, model.BufUp)
+				}
+				for _, b := range inner {
+					garbage--
+					planned.ver[b] = garbage
 				}
 			}
 		}

@@ -43,7 +43,7 @@ type residentKey struct {
 // kernelNames lists what each fat binary must provide; the matvec and
 // embedding kernels are added per type by matvecKernels.
 var kernelNames = map[string][]string{
-	"ops":       {"rms_norm", "add_bias", "add", "swiglu"},
+	"ops":       {"rms_norm", "rms_norm_add", "add_bias", "add", "swiglu"},
 	"mmq_prep":  {"mmq_prep"},
 	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "rope_store"},
 	"matvec":    nil,

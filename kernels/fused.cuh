@@ -6,7 +6,7 @@
 // A fused product multiplies one input x (B rows of cols values) by up to
 // three matrices of the same width. Row g of the launch is row g of the
 // concatenation of the segments' rows; in GLU mode the launch has the rows
-// of segment 0, and row r computes silu(gate_r·x) * (up_r·x) from segment
+// of segment 0, and row r computes act(gate_r·x) * (up_r·x) (SiLU or GELU) from segment
 // 0 (gate) and segment 1 (up) into segment 0's output.
 //
 // The input is read as x[b, i], times the RMSNorm scale of row b and
@@ -19,6 +19,7 @@
 #pragma once
 #include <cuda_fp16.h>
 
+#include "act.cuh"
 #include "kv.cuh"
 #include "overlap.cuh"
 #include "quant.cuh"
@@ -64,7 +65,7 @@ struct MVArgs {
   int cols, B;
   float eps;
   int accumulate; // add to y instead of writing it (a residual connection)
-  int glu;        // segments 0 and 1 are gate and up
+  int glu;        // segments 0 and 1 are gate and up: 1 gated by SiLU, 2 by GELU (tanh); 0 not gated
   int wpr;        // mvq.cu: warps per row pair (1, 2, 4 or 8)
   const MVRope *rope; // mvq.cu: RoPE and the cache write of a Q/K/V product, or null
   // With rope: the step's positions and sequences (B each). Only host
@@ -180,11 +181,11 @@ static __device__ __forceinline__ void mv_store_pair_global(const MVArgs &a, int
 }
 
 // mv_store_glu finishes row r of a GLU product for column b from the gate
-// and up dot products.
+// and up dot products, with the activation a.glu names.
 static __device__ __forceinline__ void mv_store_glu(const MVArgs &a, int r, int b, float gate, float up) {
   if (a.s0.bias != nullptr) gate += a.s0.bias[r];
   if (a.s1.bias != nullptr) up += a.s1.bias[r];
-  const float v = gate / (1.f + expf(-gate)) * up;
+  const float v = glu_value(gate, up, a.glu == 2 ? 1 : 0);
   float *o = a.s0.y + (size_t)b * a.s0.rows + r;
   *o = a.accumulate ? *o + v : v;
 }

@@ -70,7 +70,7 @@ func refProduct(typ gguf.Type, data []byte, rows, cols int, x []float32) []float
 
 // TestMatVecFused checks every fusion (RMSNorm of the input, three
 // matrices of mixed types with biases, the residual add, gate/up with
-// SwiGLU) against the f64 reference, on the 8-bit kernels (one warp or
+// SwiGLU and with GELU) against the f64 reference, on the 8-bit kernels (one warp or
 // several per row pair), the 16-bit float one (mvh_1, at B=1) and the f32
 // ones (float and other quantized types, and mixes of types the 8-bit
 // kernels split).
@@ -145,20 +145,27 @@ func TestMatVecFused(t *testing.T) {
 				}
 				checkNMSE(t, "accumulate", read(t, segs[0].Y), wantAcc, 1e-6)
 
-				// Gate and up with SwiGLU: the first two matrices share a shape
-				// when cut to the same rows.
-				gate := MatVecSeg{W: segs[0].W, Y: g.poisoned(B, rows[0])}
+				// Gate and up with SwiGLU and GELU: the first two matrices
+				// share a shape when cut to the same rows.
 				upData := randomRows(rng, mx.types[1], rows[0], cols)
-				up := MatVecSeg{W: g.matrix(mx.types[1], upData, rows[0], cols, false), Y: g.poisoned(B, rows[0])}
-				if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{gate, up}, X: xd, Norm: g.f32(norm, 1, cols), Eps: 1e-5, GLU: true}); err != nil {
-					t.Fatal(err)
+				upW := g.matrix(mx.types[1], upData, rows[0], cols, false)
+				for _, act := range []GLUAct{GLUSiLU, GLUGELUTanh} {
+					gate := MatVecSeg{W: segs[0].W, Y: g.poisoned(B, rows[0])}
+					up := MatVecSeg{W: upW, Y: g.poisoned(B, rows[0])}
+					if err := dev.MatVecFused(MatVecOp{Segs: []MatVecSeg{gate, up}, X: xd, Norm: g.f32(norm, 1, cols), Eps: 1e-5, GLU: true, Act: act}); err != nil {
+						t.Fatal(err)
+					}
+					gw := refProduct(mx.types[0], data0, rows[0], cols, nx)
+					uw := refProduct(mx.types[1], upData, rows[0], cols, nx)
+					f := refSiLU
+					if act == GLUGELUTanh {
+						f = refGELUTanh
+					}
+					for j := range gw {
+						gw[j] = f(gw[j]) * uw[j]
+					}
+					checkNMSE(t, fmt.Sprintf("glu act %d", act), read(t, gate.Y), gw, 1e-6)
 				}
-				gw := refProduct(mx.types[0], data0, rows[0], cols, nx)
-				uw := refProduct(mx.types[1], upData, rows[0], cols, nx)
-				for j := range gw {
-					gw[j] = gw[j] / (1 + math.Exp(-gw[j])) * uw[j]
-				}
-				checkNMSE(t, "glu", read(t, gate.Y), gw, 1e-6)
 			})
 		}
 	}
@@ -226,6 +233,8 @@ func TestMatVecFusedErrors(t *testing.T) {
 		"no matrices":        {X: x},
 		"four matrices":      {Segs: []MatVecSeg{seg, seg, seg, seg}, X: x},
 		"GLU of one":         {Segs: []MatVecSeg{seg}, X: x, GLU: true},
+		"GELU without a GLU": {Segs: []MatVecSeg{seg}, X: x, Act: GLUGELUTanh},
+		"activation 5":       {Segs: []MatVecSeg{seg, seg}, X: x, GLU: true, Act: 5},
 		"GLU accumulated":    {Segs: []MatVecSeg{seg, seg}, X: x, GLU: true, Accumulate: true},
 		"norm length":        {Segs: []MatVecSeg{seg}, X: x, Norm: DevF32{x.Ptr, 1, 32}},
 		"bias length":        {Segs: []MatVecSeg{{W: w, Y: y, Bias: DevF32{x.Ptr, 1, 3}}}, X: x},

@@ -125,9 +125,10 @@ type MatVecSeg struct {
 //     by Norm (Cols values) first, with Eps;
 //   - Accumulate adds the products to Y instead of writing them (the
 //     residual connection);
-//   - GLU takes Segs = {gate, up} of equal shape and writes silu(gate·x) ⊙
-//     (up·x) to Segs[0].Y; Segs[1].Y (same shape) is scratch where the
-//     two cannot be computed in one launch.
+//   - GLU takes Segs = {gate, up} of equal shape and writes act(gate·x) ⊙
+//     (up·x) to Segs[0].Y, act being Act (SiLU unless set); Segs[1].Y
+//     (same shape) is scratch where the two cannot be computed in one
+//     launch.
 //
 // For quantized weights the input is rounded to 8 bits in blocks of 32
 // values (d = max|v|/127) on every path. On the 8-bit kernels (the common
@@ -140,6 +141,8 @@ type MatVecOp struct {
 	Eps        float32
 	Accumulate bool
 	GLU        bool
+	// Act is the GLU's activation (SiLU unless set).
+	Act GLUAct
 	// Rope, when set, rotates Segs 0 and 1 (Q and K) and writes Segs 1 and
 	// 2 (K and V) to the KV cache, as RopeStore does: in the product's
 	// launch where it fuses (RopeEpilogue), else right after it.
@@ -186,6 +189,9 @@ func (d *Device) MatVecFused(op MatVecOp) error {
 			return err
 		}
 	}
+	if op.GLU && op.Act != GLUSiLU {
+		return d.GLUPair(op.Segs[0].Y, op.Segs[1].Y, op.Segs[0].Y, op.Act)
+	}
 	if op.GLU {
 		return d.SwiGLU(op.Segs[0].Y, op.Segs[1].Y, op.Segs[0].Y)
 	}
@@ -198,6 +204,9 @@ func (op *MatVecOp) check() error {
 	}
 	if op.GLU && op.Accumulate {
 		return fmt.Errorf("kernels: matvec: GLU products are written, not accumulated")
+	}
+	if op.Act != GLUSiLU && (!op.GLU || op.Act != GLUGELUTanh) {
+		return fmt.Errorf("kernels: matvec: activation %d (GLU %v): want SiLU, or GELU for a GLU", op.Act, op.GLU)
 	}
 	x := op.X
 	for _, s := range op.Segs {
@@ -227,6 +236,17 @@ func (op *MatVecOp) check() error {
 		return fmt.Errorf("kernels: matvec: norm of %d values for rows of %d", op.Norm.Len(), x.Cols)
 	}
 	return nil
+}
+
+// gluCode is MVArgs.glu (fused.cuh): 0 no GLU, 1 SiLU, 2 GELU (tanh).
+func (op *MatVecOp) gluCode() int {
+	switch {
+	case !op.GLU:
+		return 0
+	case op.Act == GLUGELUTanh:
+		return 2
+	}
+	return 1
 }
 
 // rowsEven says whether every matrix has an even number of rows, so that
@@ -334,7 +354,7 @@ func (d *Device) launchMatVec(op MatVecOp, mvq bool) error {
 	}
 	wpr := warpsPerPair(pairs, cols, d.ctx.Multiprocessors())
 	args = append(args, cuda.I(len(op.Segs)), cuda.P(op.X.Ptr), cuda.P(op.Norm.Ptr), cuda.I(cols), cuda.I(B),
-		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(boolInt(op.GLU)), cuda.I(wpr), 0, 0, 0)
+		cuda.F(op.Eps), cuda.I(boolInt(op.Accumulate)), cuda.I(op.gluCode()), cuda.I(wpr), 0, 0, 0)
 	if mvq && op.Rope != nil && op.Rope.Fused() {
 		n := len(args)
 		args[n-3], args[n-2], args[n-1] = cuda.P(op.Rope.args.Ptr()), cuda.P(op.Rope.op.Pos.Ptr), cuda.P(op.Rope.op.Seq.Ptr)

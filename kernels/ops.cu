@@ -33,6 +33,20 @@ extern "C" __global__ void rms_norm(const float *x, const float *__restrict__ w,
   for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * s * w[i];
 }
 
+// rms_norm_add: y[r, i] += x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]
+// (a norm after a product, then the residual add), to the bits of rms_norm
+// followed by add; one block per row of n; x and y are distinct.
+extern "C" __global__ void rms_norm_add(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                                        int n, float eps) {
+  const float *xr = x + (size_t)blockIdx.x * n;
+  float *o = y + (size_t)blockIdx.x * n;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss);
+  const float s = rsqrtf(ss / n + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] += __fmul_rn(xr[i] * s, w[i]);
+}
+
 // add_bias: y[i] += bias[i % n] for i < total.
 extern "C" __global__ void add_bias(float *y, const float *__restrict__ bias, int n, int total) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

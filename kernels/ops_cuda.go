@@ -16,12 +16,26 @@ func (d *Device) RMSNorm(x, w, out DevF32, eps float32) error {
 	if out.Rows != x.Rows || out.Cols != x.Cols || w.Len() != x.Cols || x.Rows < 1 {
 		return fmt.Errorf("kernels: rms_norm: x %d×%d, w %d values, out %d×%d", x.Rows, x.Cols, w.Len(), out.Rows, out.Cols)
 	}
-	threads := 256
-	if x.Cols <= 128 {
-		threads = 32 * ceilDiv(x.Cols, 32)
-	}
-	return d.launch("rms_norm", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: threads}, 0,
+	return d.launch("rms_norm", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: normThreads(x.Cols)}, 0,
 		cuda.P(x.Ptr), cuda.P(w.Ptr), cuda.P(out.Ptr), cuda.I(x.Cols), cuda.F(eps))
+}
+
+// RMSNormAdd adds RMSNorm(x)·w to y, row by row (x and y distinct, of one
+// shape): the bits of RMSNorm into a buffer, then Add.
+func (d *Device) RMSNormAdd(x, w, y DevF32, eps float32) error {
+	if y.Rows != x.Rows || y.Cols != x.Cols || w.Len() != x.Cols || x.Rows < 1 || x.Ptr == y.Ptr {
+		return fmt.Errorf("kernels: rms_norm_add: x %d×%d, w %d values, y %d×%d (distinct: %v)", x.Rows, x.Cols, w.Len(), y.Rows, y.Cols, x.Ptr != y.Ptr)
+	}
+	return d.launch("rms_norm_add", cuda.Dim3{X: x.Rows}, cuda.Dim3{X: normThreads(x.Cols)}, 0,
+		cuda.P(x.Ptr), cuda.P(w.Ptr), cuda.P(y.Ptr), cuda.I(x.Cols), cuda.F(eps))
+}
+
+// normThreads is the block size of the norm kernels for rows of n values.
+func normThreads(n int) int {
+	if n <= 128 {
+		return 32 * ceilDiv(n, 32)
+	}
+	return 256
 }
 
 // AddBias adds bias (1 × y.Cols) to every row of y.

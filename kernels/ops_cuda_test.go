@@ -36,6 +36,25 @@ func TestCUDARMSNorm(t *testing.T) {
 				}
 			}
 			checkNMSE(t, "rms_norm", read(t, out), want, 1e-6)
+
+			// RMSNormAdd: the bits of the norm into a buffer, then the add.
+			y0 := randF32(rng, rows*n)
+			y, sep := g.f32(y0, rows, n), g.f32(y0, rows, n)
+			if err := dev.RMSNormAdd(g.f32(x, rows, n), g.f32(w, 1, n), y, eps); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Add(sep, out); err != nil {
+				t.Fatal(err)
+			}
+			got, two := read(t, y), read(t, sep)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(two[i]) {
+					t.Fatalf("rms_norm_add value %d: %g, norm then add %g", i, got[i], two[i])
+				}
+			}
+			if err := dev.RMSNormAdd(y, g.f32(w, 1, n), y, eps); err == nil {
+				t.Error("rms_norm_add in place: no error")
+			}
 		})
 	}
 }

@@ -49,6 +49,23 @@ func (m DevMatrix) RowBytes() (int64, error) {
 	return m.Type.RowBytes(int64(m.Cols))
 }
 
+// SliceRows is rows [lo, lo+n) of m as a matrix of its own (a part of a
+// fused product), or an error when they are out of range or do not start
+// at a 16-byte aligned address, as the kernels' vector loads need.
+func (m DevMatrix) SliceRows(lo, n int) (DevMatrix, error) {
+	rb, err := m.RowBytes()
+	if err != nil {
+		return DevMatrix{}, err
+	}
+	off := int64(lo) * rb
+	if lo < 0 || n < 1 || lo+n > m.Rows || (uint64(m.Ptr)+uint64(off))%16 != 0 {
+		return DevMatrix{}, fmt.Errorf("kernels: rows %d..%d of a %v matrix of %d rows (%d bytes each) at %#x", lo, lo+n, m.Type, m.Rows, rb, uint64(m.Ptr))
+	}
+	s := m
+	s.Rows, s.Ptr = n, m.Ptr.Add(off)
+	return s, nil
+}
+
 // typeCode is the matrix's type as the kernels name it (T_* in quant.cuh,
 // plus T_WIDE in mvq.cu for the wide layout).
 func (m DevMatrix) typeCode() int {

@@ -5,7 +5,9 @@
 # where a GPU is present it runs every .gpu/*.test binary, writing each
 # one's full log under LOGDIR (default .gpu/logs), and ends with one line
 # `N passed, N failed` counting test functions (subtests included).
-# Extra arguments go to every test binary (e.g. -test.run X).
+# Extra arguments go to every test binary (e.g. -test.run X); RUN_<name>
+# (name: the binary's, e.g. RUN_kernels, RUN_internal_nccl) gives one binary
+# a -test.run pattern of its own ('^$' runs none of its tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOGDIR=${LOGDIR:-.gpu/logs}
@@ -47,7 +49,10 @@ for bin in .gpu/*.test; do
 	dir=$(echo "$name" | tr _ /)
 	[ -d "$dir" ] || dir=.
 	# A GPU is here, so a device that does not open is a failure, not a skip.
-	( cd "$dir" && LLMSERVE_CUDA_REQUIRED=1 "$OLDPWD/$bin" -test.v -test.count=1 "$@" ) > "$log" 2>&1
+	run=()
+	var="RUN_$name"
+	[ -n "${!var:-}" ] && run=(-test.run "${!var}")
+	( cd "$dir" && LLMSERVE_CUDA_REQUIRED=1 "$OLDPWD/$bin" -test.v -test.count=1 "${run[@]}" "$@" ) > "$log" 2>&1
 	rc=$?
 	p=$(grep -c -- '--- PASS' "$log")
 	f=$(grep -c -- '--- FAIL' "$log")

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One device call that checks a change to the architectures' GPU paths,
+# from a bundle of scripts/gpu-bundle.sh (carry .gpu): it synthesizes
+# Q4_K_M models (default: Gemma-2-9B, Phi-3.5-mini, Llama-3.2-1B and
+# Mixtral-8x7B shapes; CHECK_MODELS="arch:shape ...") into MODELS (default
+# /opt/models) in the background while the CUDA tests run (RUN_decode,
+# RUN_kernels: -test.run patterns, default every decode test and the
+# kernels of the architectures' ops), then, as each model is written,
+# `llmserve bench -p 512 -n 128 -B 1 -r 2` and the profile of one decode
+# step and one 512-token prompt step. Everything goes to LOGDIR (default
+# $OUT/check or .gpu/check), packed into LOGDIR.tgz; the summary (test
+# counts, pp/tg lines) is printed. CHECK_BUDGET (s, default 380) bounds the
+# whole call: models not written by then are skipped and said so.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+t0=$(date +%s)
+LOGDIR=${LOGDIR:-${OUT:+$OUT/check}}
+LOGDIR=${LOGDIR:-.gpu/check}
+MODELS=${MODELS:-/opt/models}
+BUDGET=${CHECK_BUDGET:-380}
+mkdir -p "$LOGDIR" "$MODELS"
+left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
+pack() { tar czf "$LOGDIR.tgz" -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" 2>/dev/null; }
+bash scripts/gpu-test.sh -test.run '^$' > "$LOGDIR/unpack.txt" 2>&1 # unpacks the bundle
+L=$PWD/.gpu/llmserve V=$PWD/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf
+specs=${CHECK_MODELS:-gemma2:9b phi3:mini llama:1b mixtral:8x7b}
+(
+	for s in $specs; do
+		f="$MODELS/${s/:/-}.gguf"
+		[ -f "$f.ok" ] || { timeout 400 "$L" synth --arch "${s%:*}" --shape "${s#*:}" --type Q4_K_M --vocab "$V" --workers "$(( $(nproc) - 4 ))" -o "$f" > "$LOGDIR/synth-${s/:/-}.txt" 2>&1 && touch "$f.ok"; }
+		echo "$s $(( $(date +%s) - t0 )) s" >> "$LOGDIR/synth-done.txt"
+	done
+) &
+synth=$!
+RUN_kernels=${RUN_kernels:-MoE|MatVecFused|RMSNorm|Fatbin|GLU|Elementwise} RUN_internal_nccl='^$' LOGDIR="$LOGDIR/tests" \
+	timeout "$(( $(left) - 120 ))" bash scripts/gpu-test.sh > "$LOGDIR/tests.txt" 2>&1
+grep -E 'passed|--- FAIL' "$LOGDIR/tests.txt" | head -30
+pack
+for s in $specs; do
+	f="$MODELS/${s/:/-}.gguf" log="$LOGDIR/bench-${s/:/-}.txt"
+	while [ ! -f "$f.ok" ] && kill -0 "$synth" 2>/dev/null && [ "$(left)" -gt 40 ]; do sleep 2; done
+	[ -f "$f.ok" ] || { echo "$s: not synthesized within the budget"; continue; }
+	[ "$(left)" -gt 30 ] || { echo "$s: skipped, the budget is spent"; continue; }
+	timeout "$(( $(left) - 10 ))" "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 2 > "$log" 2>&1
+	grep -E '^(pp|tg)' "$log" | sed "s|^|$s: |"
+	[ "$(left)" -gt 40 ] && timeout 30 "$L" bench -m "$f" -p 512 -n 2 -B 1 --profile > "$LOGDIR/profile-${s/:/-}.txt" 2>&1
+	pack
+done
+kill "$synth" 2>/dev/null
+echo "gpu-check: done in $(( $(date +%s) - t0 )) s"
+pack

@@ -368,17 +368,11 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 		}
 	}
 	var err error
-	if rotated && m.RopeAttnFactor != 1 {
-		// LongRoPE scales the rotated values; the rotation is linear, so
-		// they are scaled first (K before it is stored).
-		for _, t := range []kernels.DevF32{q, k} {
-			if err := d.ScaleHeads(t, m.HeadDim, m.RopeDim, m.RopeAttnFactor); err != nil {
-				return err
-			}
-		}
-	}
 	if rotated {
-		rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: neox, Factors: e.w.ropeFactors}
+		// LongRoPE's attention factor scales the rotated values, in the
+		// rotation's launch.
+		rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: neox, Factors: e.w.ropeFactors,
+			Scale: m.RopeAttnFactor}
 		err = d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: rope})
 	} else {
 		err = d.KVStore(e.kv[l], k, v, pos, seq)

@@ -131,7 +131,7 @@ extern "C" __global__ void rope_store(float *q, const float *__restrict__ k, con
                                       const float *__restrict__ kn, const int *__restrict__ pos,
                                       const int *__restrict__ seq, const float *__restrict__ factors, int heads,
                                       int kvHeads, int headDim, int ropeDim, float base, int neox, float eps,
-                                      int ctx, int maxSeqs) {
-  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps,
+                                      float mscale, int ctx, int maxSeqs) {
+  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps, mscale,
                   FlatStore{kc, vc, pos, seq, ctx, maxSeqs});
 }

@@ -168,7 +168,7 @@ func (d *Device) RopeStore(op RopeStoreOp) error {
 	return d.launch("rope_store", cuda.Dim3{X: B, Y: r.Heads + c.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0,
 		cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr),
 		cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr), cuda.I(r.Heads), cuda.I(c.KVHeads), cuda.I(r.HeadDim),
-		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)), cuda.F(op.Eps), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+		cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)), cuda.F(op.Eps), cuda.F(r.mscale()), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
 }
 
 func (op RopeStoreOp) check() error {

@@ -62,8 +62,8 @@ extern "C" __global__ void rope_store_pf16(float *q, const float *__restrict__ k
                                            const float *__restrict__ kn, const int *__restrict__ pos,
                                            const int *__restrict__ seq, const float *__restrict__ factors,
                                            int heads, int kvHeads, int headDim, int ropeDim, float base, int neox,
-                                           float eps, KV_POOL_PARAMS) {
-  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps,
+                                           float eps, float mscale, KV_POOL_PARAMS) {
+  rope_store_head(q, k, v, qn, kn, pos, factors, heads, kvHeads, headDim, ropeDim, base, neox, eps, mscale,
                   PagedStore{kc, vc, pos, seq, KV_POOL});
 }
 

@@ -85,7 +85,7 @@ func (d *Device) RopeStorePaged(op RopeStorePagedOp) error {
 	args := append([]cuda.Arg{cuda.P(op.Q.Ptr), cuda.P(op.K.Ptr), cuda.P(op.V.Ptr), cuda.P(p.K), cuda.P(p.V),
 		cuda.P(op.QNorm.Ptr), cuda.P(op.KNorm.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.P(r.Factors.Ptr),
 		cuda.I(r.Heads), cuda.I(p.KVHeads), cuda.I(r.HeadDim), cuda.I(r.Dim), cuda.F(r.Base), cuda.I(boolInt(r.Neox)),
-		cuda.F(op.Eps)}, p.poolArgs()...)
+		cuda.F(op.Eps), cuda.F(r.mscale())}, p.poolArgs()...)
 	return d.launch("rope_store_pf16", cuda.Dim3{X: op.Q.Rows, Y: r.Heads + p.KVHeads}, cuda.Dim3{X: 32 * ceilDiv(r.HeadDim/2, 32)}, 0, args...)
 }
 

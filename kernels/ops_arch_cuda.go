@@ -84,18 +84,6 @@ func (d *Device) Scale(in, out DevF32, s float32) error {
 		cuda.P(in.Ptr), cuda.P(out.Ptr), cuda.I(n), cuda.F(s), cuda.I(n), cuda.I(n))
 }
 
-// ScaleHeads multiplies the first dim values of every head of x (rows of
-// heads of headDim values) by s in place: LongRoPE's attention factor on
-// the rotated values.
-func (d *Device) ScaleHeads(x DevF32, headDim, dim int, s float32) error {
-	if x.Len() < 1 || headDim < 1 || x.Cols%headDim != 0 || dim < 0 || dim > headDim {
-		return fmt.Errorf("kernels: scale_heads: x %d×%d, heads of %d, first %d scaled", x.Rows, x.Cols, headDim, dim)
-	}
-	n := x.Len()
-	return d.launch("scale_f32", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
-		cuda.P(x.Ptr), cuda.P(x.Ptr), cuda.I(n), cuda.F(s), cuda.I(headDim), cuda.I(dim))
-}
-
 // SoftCap writes c·tanh(in/c) to out (element-wise; out may be in); c > 0.
 func (d *Device) SoftCap(in, out DevF32, c float32) error {
 	if err := sameShape("softcap", in, out); err != nil {

@@ -75,4 +75,13 @@ type RopeParams struct {
 	Base           float32 // frequency base
 	Neox           bool    // pairs (i, i+Dim/2) instead of (2i, 2i+1)
 	Factors        DevF32  // Dim/2 frequency divisors (llama3 rope_freqs), or zero Ptr for none
+	Scale          float32 // the rotated values' multiplier (LongRoPE's attention factor); 0 is 1
+}
+
+// mscale is the rotated values' multiplier the kernels take.
+func (r RopeParams) mscale() float32 {
+	if r.Scale == 0 {
+		return 1
+	}
+	return r.Scale
 }

@@ -108,15 +108,18 @@ func TestRopeStore(t *testing.T) {
 		factors      bool
 		norm         bool
 		base         float32
+		scale        float32 // RopeParams.Scale (0: none)
 	}{
-		{64, 64, false, false, false, 10000},
-		{64, 64, true, false, true, 1e6},
-		{128, 128, false, true, false, 500000},
-		{128, 64, true, false, true, 10000},
-		{8, 8, false, false, false, 10000},
+		{64, 64, false, false, false, 10000, 0},
+		{64, 64, true, false, true, 1e6, 0},
+		{128, 128, false, true, false, 500000, 0},
+		{128, 64, true, false, true, 10000, 0},
+		{8, 8, false, false, false, 10000, 0},
+		{96, 96, true, true, false, 10000, 1.190238}, // Phi-3.5's LongRoPE
+		{128, 64, false, false, false, 10000, 0.5},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("hd%d_dim%d_neox%v_ff%v_norm%v", c.headDim, c.dim, c.neox, c.factors, c.norm), func(t *testing.T) {
+		t.Run(fmt.Sprintf("hd%d_dim%d_neox%v_ff%v_norm%v_scale%g", c.headDim, c.dim, c.neox, c.factors, c.norm, c.scale), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(4, uint64(c.headDim+c.dim)))
 			g := newBuffers(t)
 			heads, kvHeads, ctx, maxSeqs := 4, 2, 4096, 2
@@ -126,7 +129,7 @@ func TestRopeStore(t *testing.T) {
 			q, k, v := randF32(rng, b*heads*c.headDim), randF32(rng, b*kvdim), randF32(rng, b*kvdim)
 			kc, vc := g.poisoned(maxSeqs*ctx, kvdim), g.poisoned(maxSeqs*ctx, kvdim)
 			cache := DevKVCache{K: kc.Ptr, V: vc.Ptr, MaxSeqs: maxSeqs, Ctx: ctx, KVHeads: kvHeads, HeadDim: c.headDim}
-			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox}
+			r := RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: c.base, Neox: c.neox, Scale: c.scale}
 			var ff, qn, kn []float32
 			if c.factors {
 				ff = make([]float32, c.dim/2)
@@ -159,6 +162,11 @@ func TestRopeStore(t *testing.T) {
 					}
 				}
 				refRoPE(v, c.dim, float64(pos[tok]), float64(c.base), c.neox, ff)
+				if c.scale != 0 {
+					for i := range v[:c.dim] {
+						v[i] *= float64(c.scale)
+					}
+				}
 				return v
 			}
 			var wantQ []float64

@@ -26,7 +26,8 @@ static __device__ __forceinline__ float head_sum(float v) {
 // RMS-normalized with its norm weight first when one is given (qn for
 // queries, kn for keys; headDim values), then its first ropeDim values are
 // rotated by angle pos[b] * base^(-2i/ropeDim) / factors[i] for pair i
-// (pairs (2i, 2i+1), or (i, i + ropeDim/2) when neox is set). Query heads
+// (pairs (2i, 2i+1), or (i, i + ropeDim/2) when neox is set) and multiplied
+// by mscale (LongRoPE's attention factor; 1 leaves them as rotated). Query heads
 // are rotated in place; a key head is handed with the value head of the
 // same index to w.store(v, b, kvh, headDim, kvdim, i0, i1, a, c): values
 // i0 and i1 of KV head kvh are a and c (the key's, rotated) and those of
@@ -41,7 +42,7 @@ static __device__ __forceinline__ void rope_store_head(float *q, const float *__
                                                        const float *__restrict__ kn, const int *__restrict__ pos,
                                                        const float *__restrict__ factors, int heads, int kvHeads,
                                                        int headDim, int ropeDim, float base, int neox, float eps,
-                                                       const W &w) {
+                                                       float mscale, const W &w) {
   grid_begin();
   const int b = blockIdx.x, h = blockIdx.y, i = threadIdx.x;
   const bool isK = h >= heads;
@@ -63,7 +64,7 @@ static __device__ __forceinline__ void rope_store_head(float *q, const float *__
     float sn, cs;
     sincosf(theta, &sn, &cs);
     const float a2 = a * cs - c * sn, c2 = a * sn + c * cs;
-    a = a2, c = c2;
+    a = a2 * mscale, c = c2 * mscale;
   }
   if (!isK) {
     float *dst = q + ((size_t)b * heads + h) * headDim;

@@ -32,8 +32,8 @@ func (g *moeGroups) group(pick []int32, experts int) error {
 		return fmt.Errorf("moe grouping: %d experts", experts)
 	}
 	n := len(pick)
-	g.count, g.start = resize(g.count, experts), resize(g.start, experts)
-	g.order, g.inv = resize(g.order, n), resize(g.inv, n)
+	g.count, g.start = moeSized(g.count, experts), moeSized(g.start, experts)
+	g.order, g.inv = moeSized(g.order, n), moeSized(g.inv, n)
 	clear(g.count)
 	for s, e := range pick {
 		if e < 0 || int(e) >= experts {
@@ -56,9 +56,9 @@ func (g *moeGroups) group(pick []int32, experts int) error {
 	return nil
 }
 
-// resize returns s with length n, reallocated only when its capacity is
+// moeSized returns s with length n, reallocated only when its capacity is
 // short.
-func resize[T any](s []T, n int) []T {
+func moeSized[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}

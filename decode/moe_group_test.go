@@ -73,7 +73,7 @@ func TestMoEGroups(t *testing.T) {
 		for b := 0; b < sz.B; b++ {
 			pick = append(pick, rng.Perm(sz.E)[:sz.k]...)
 		}
-		cases = append(cases, tc{"random", toI32(pick), sz.E, sz.k})
+		cases = append(cases, tc{"random", moePicks(pick), sz.E, sz.k})
 	}
 	var g moeGroups
 	for _, c := range cases {
@@ -113,7 +113,7 @@ func TestMoEGroups(t *testing.T) {
 	}
 }
 
-func toI32(v []int) []int32 {
+func moePicks(v []int) []int32 {
 	out := make([]int32, len(v))
 	for i, x := range v {
 		out[i] = int32(x)

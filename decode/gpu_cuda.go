@@ -155,6 +155,7 @@ type GPUEngine struct {
 	check           []float32           // [gpuMaxBatch*Vocab] logits of the eager run in check mode
 	buckets         Buckets             // the step sizes chunks are padded to (GPUOptions.Buckets)
 	graphs          map[int]*cuda.Graph // by bucket, captured on first use; nil for a bucket whose capture failed
+	capturing       bool                // a graph's capture is under way (graph): the step queued must read nothing back (moeGroupedStep)
 	overlap         bool                // kernels start before the one ahead has finished (GPUOptions.NoOverlap)
 	stats           gpuGraphStats
 	exec            *gpuExec  // the description's executor (gpu_exec_cuda.go) for a model the fused layer does not take; nil otherwise

@@ -16,8 +16,10 @@ import (
 // output product over device buffers, one launch (or a few) per step.
 // The buffers the fused path has serve the description's buffers of the
 // same role (BufX is x, BufCur xn, BufQ q...); the ones below are its own.
-// Every step runs on the device with no copy to the host, so a step
-// replays from a CUDA graph like the fused path's.
+// Every step a graph may hold runs on the device with no copy to the
+// host, so it replays from a CUDA graph like the fused path's; only an
+// expert mixture over a larger step reads its routing back
+// (gpu_moe_cuda.go).
 type gpuExec struct {
 	qkv    kernels.DevF32 // [stepRows, (Heads+2·KVHeads)·HeadDim] fused Q/K/V product, when the pass has one
 	gateUp kernels.DevF32 // [stepRows, 2·FFN] fused gate/up product, when the pass has one
@@ -28,6 +30,7 @@ type gpuExec struct {
 	pick   kernels.DevI32 // [stepRows·ExpertsUsed] the chosen experts per token, the most probable first
 	pickW  kernels.DevF32 // [stepRows, ExpertsUsed] their weights
 	plans  [][]execGroup  // [layer]: the block's steps as launched (gpu_exec_plan.go)
+	groups *gpuMoEGroups  // the scratch of expert mixtures grouped by expert (gpu_moe_cuda.go); nil without experts or steps over MaxBucket
 }
 
 // gpuExecWidth is the f32 values per step row of the executor's own
@@ -45,7 +48,7 @@ func gpuExecWidth(m *model.Model) int {
 		w += m.BufWidth(model.BufGateUp)
 	}
 	if gpuHasMoE(m) {
-		w += 2*m.Experts + 2*m.Embd + 2*m.ExpertsUsed
+		w += 2*m.Experts + 2*m.Embd + 2*m.ExpertsUsed + gpuMoEGroupWidth(m)
 	}
 	return w
 }
@@ -92,6 +95,9 @@ func (e *GPUEngine) initExec() error {
 	}
 	if pick := f32("chosen experts", moe, m.ExpertsUsed); pick.Ptr != 0 {
 		x.pick = kernels.DevI32{Ptr: pick.Ptr, Len: S * m.ExpertsUsed}
+	}
+	if err == nil && moe {
+		x.groups, err = e.initMoEGroups()
 	}
 	if err != nil {
 		return err
@@ -411,10 +417,15 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 // only, each token's picks read by the products from the device; a larger
 // one runs every expert over all B rows, each expert's output added with
 // its weight per token (zero for the tokens that did not choose it).
-// Nothing is read back, so the step replays from a graph.
+// Nothing is read back, so the step replays from a graph. A step of more
+// tokens than a graph holds runs grouped by expert instead
+// (moeGroupedStep, execMoEGrouped).
 func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
 	d, s, x := e.dev, &e.s, e.exec
 	B, k := in.Rows, st.Used
+	if moeGroupedStep(B, e.capturing) { // a step that runs eagerly: grouped by expert
+		return e.execMoEGrouped(st, w, in, out)
+	}
 	probs, route := x.probs.Slice(0, B), x.route.Slice(0, B)
 	if err := e.execMatMul(in, kernels.MatVecSeg{W: w.mats[st.W], Y: probs}); err != nil {
 		return fmt.Errorf("ffn_gate_inp: %w", err)

@@ -87,7 +87,7 @@ func (e *GPUEngine) graph(B int) *cuda.Graph {
 	if g, ok := e.graphs[B]; ok {
 		return g
 	}
-	g, err := e.dev.Context().Capture(func() error { return e.step(B) })
+	g, err := e.capture(func() error { return e.step(B) })
 	if err != nil {
 		e.graphs[B] = nil
 		e.stats.fallbacks.Add(1)
@@ -115,6 +115,15 @@ func (e *GPUEngine) graph(B int) *cuda.Graph {
 		}
 	}
 	return g
+}
+
+// capture records the launches fn queues into a graph (cuda's Capture)
+// with e.capturing set meanwhile, so that the step queues nothing that
+// reads back (moeGroupedStep).
+func (e *GPUEngine) capture(fn func() error) (*cuda.Graph, error) {
+	e.capturing = true
+	defer func() { e.capturing = false }()
+	return e.dev.Context().Capture(fn)
 }
 
 func ms(seconds float64) float64 { return seconds * 1e3 }

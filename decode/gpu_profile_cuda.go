@@ -40,7 +40,7 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 		// events of the second give each kernel's device time as a graph
 		// replay runs it, with no host in between.
 		e.dev.StartProfile(true)
-		g, cerr := e.dev.Context().Capture(func() error {
+		g, cerr := e.capture(func() error {
 			if wide(B) {
 				return e.wideStep(B, b.wanted())
 			}

@@ -2,8 +2,9 @@
 // to the llama block, for the GPU executor of that description: gated
 // feed-forward with SiLU or GELU (tanh) over plain or strided inputs,
 // scale, soft-cap, column copy (the split of a fused product), the expert
-// mixture's routing, its products for the chosen experts only and its
-// weighted sums, and attention with any logit scale,
+// mixture's routing, its products for the chosen experts only, its
+// weighted sums and the gather and sum of its rows grouped by expert, and
+// attention with any logit scale,
 // soft-capped logits and a sliding window. None is launched to overlap the
 // kernel ahead (none calls grid_wait), so each starts once that kernel has
 // finished.
@@ -283,4 +284,37 @@ extern "C" __global__ void __launch_bounds__(ARCH_ATT_THREADS)
     if (d < headDim) o[d] = acc[k];
   }
   if (tid == 0) o[headDim] = mS, o[headDim + 1] = lS;
+}
+
+// moe_gather: out[r, c] = x[(order[r] / k) * cols + c] for r < n, c <
+// cols: the input row of each (token, pick) slot in the grouped order of
+// an expert mixture (the slots of expert 0, then of expert 1, ...), k
+// picks per token, x of xRows rows. A slot whose token is not a row of x
+// writes NaN instead of reading past x.
+extern "C" __global__ void moe_gather(const float *__restrict__ x, const int *__restrict__ order, float *__restrict__ out,
+                                      int k, int cols, int n, int xRows) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)n * cols) return;
+  const int r = (int)(i / cols), c = (int)(i - (long)r * cols);
+  const int s = order[r];
+  const int b = s >= 0 ? s / k : -1;
+  out[i] = b >= 0 && b < xRows ? x[(size_t)b * cols + c] : __int_as_float(0x7fc00000);
+}
+
+// moe_combine_rows: out[b, c] = Σ_j pw[b*k + j] · y[inv[b*k + j], c] for
+// b < B, c < cols, summed in the order j = 0..k-1 (as moe_combine sums):
+// each token's chosen experts' outputs, which lie in the grouped order at
+// the rows inv gives (y of yRows rows). A row outside y makes the sum NaN
+// instead of reading past y.
+extern "C" __global__ void moe_combine_rows(float *__restrict__ out, const float *__restrict__ y, const float *__restrict__ pw,
+                                            const int *__restrict__ inv, int k, int cols, int B, int yRows) {
+  const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long)B * cols) return;
+  const int b = (int)(i / cols), c = (int)(i - (long)b * cols);
+  float v = 0.f;
+  for (int j = 0; j < k; j++) {
+    const int r = inv[(size_t)b * k + j];
+    v += r >= 0 && r < yRows ? pw[(size_t)b * k + j] * y[(size_t)r * cols + c] : __int_as_float(0x7fc00000);
+  }
+  out[i] = v;
 }

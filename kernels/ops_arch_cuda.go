@@ -111,7 +111,7 @@ func (d *Device) CopyCols(src DevF32, off int, dst DevF32) error {
 
 // opsArchKernels lists the kernels of ops_arch.cu.
 func opsArchKernels() []string {
-	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "attention_arch_part"}
+	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "attention_arch_part", "moe_gather", "moe_combine_rows"}
 	for _, t := range matvecTypes {
 		names = append(names, "moe_matvec_"+t.String())
 	}
@@ -212,4 +212,50 @@ func (d *Device) AttentionArch(op AttentionArchOp) error {
 	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: op.Heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
 		cuda.P(op.Scratch.Ptr), cuda.P(op.Out.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.I(op.Heads), cuda.I(c.HeadDim),
 		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+}
+
+// MoEGatherOp copies the input row of each (token, pick) slot of an expert
+// mixture into the grouped order: Out[r, :] = X[Order[r]/Used, :], where
+// slot s = b·Used + j is token b's j-th pick and Order lists the slots of
+// expert 0, then of expert 1, ... (one per row of Out). A slot whose token
+// is not a row of X gives a row of NaN.
+type MoEGatherOp struct {
+	X     DevF32 // B × cols, the tokens' inputs
+	Order DevI32 // Out.Rows slots
+	Used  int    // picks per token
+	Out   DevF32 // slots × cols
+}
+
+// MoEGather runs op.
+func (d *Device) MoEGather(op MoEGatherOp) error {
+	x, out := op.X, op.Out
+	if op.Used < 1 || x.Rows < 1 || x.Cols < 1 || out.Rows < 1 || out.Cols != x.Cols || op.Order.Len != out.Rows || out.Rows > x.Rows*op.Used {
+		return fmt.Errorf("kernels: moe_gather: x %d×%d, %d slots of %d picks per token, out %d×%d", x.Rows, x.Cols, op.Order.Len, op.Used, out.Rows, out.Cols)
+	}
+	n := out.Len()
+	return d.launch("moe_gather", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(x.Ptr), cuda.P(op.Order.Ptr), cuda.P(out.Ptr), cuda.I(op.Used), cuda.I(x.Cols), cuda.I(out.Rows), cuda.I(x.Rows))
+}
+
+// MoECombineRowsOp is the weighted sum of each token's chosen experts'
+// outputs where they lie in the grouped order: Out[b, :] = Σ_j Weight[b,
+// j]·Y[Inv[b·Used + j], :], summed j = 0..Used-1 as MoECombine sums. A row
+// Inv names outside Y makes the token's sums NaN.
+type MoECombineRowsOp struct {
+	Out    DevF32 // B × cols
+	Y      DevF32 // the grouped outputs, rows × cols
+	Weight DevF32 // B × Used, each token's picks' weights
+	Inv    DevI32 // B·Used: each slot's row of Y
+}
+
+// MoECombineRows runs op.
+func (d *Device) MoECombineRows(op MoECombineRowsOp) error {
+	out, y, w := op.Out, op.Y, op.Weight
+	used := w.Cols
+	if used < 1 || out.Len() < 1 || w.Rows != out.Rows || y.Rows < 1 || y.Cols != out.Cols || op.Inv.Len != out.Rows*used {
+		return fmt.Errorf("kernels: moe_combine_rows: out %d×%d, y %d×%d, weights %d×%d, %d slots", out.Rows, out.Cols, y.Rows, y.Cols, w.Rows, w.Cols, op.Inv.Len)
+	}
+	n := out.Len()
+	return d.launch("moe_combine_rows", cuda.Dim3{X: ceilDiv(n, elemBlock)}, cuda.Dim3{X: elemBlock}, 0,
+		cuda.P(out.Ptr), cuda.P(y.Ptr), cuda.P(w.Ptr), cuda.P(op.Inv.Ptr), cuda.I(used), cuda.I(out.Cols), cuda.I(out.Rows), cuda.I(y.Rows))
 }

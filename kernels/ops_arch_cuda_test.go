@@ -401,3 +401,102 @@ func TestCUDAMoEProduct(t *testing.T) {
 		t.Error("moe_matvec of overlapping experts: no error")
 	}
 }
+
+// TestCUDAMoEGroupedRows checks the gather of an expert mixture's slots
+// into the grouped order (by expert, then token) and the weighted sum of
+// the grouped outputs back per token, at widths no tile divides, with
+// experts no token chose; then a row index outside the arrays (NaN, not a
+// read past them) and shapes the wrappers refuse.
+func TestCUDAMoEGroupedRows(t *testing.T) {
+	for _, c := range []struct{ B, E, chosen, k, cols int }{
+		{1, 4, 4, 2, 7},
+		{65, 8, 5, 2, 130},
+		{100, 4, 2, 2, 33},
+		{37, 16, 9, 4, 256},
+		{129, 8, 8, 1, 64},
+	} {
+		t.Run(fmt.Sprintf("B%d_E%d_of%d_top%d_%d", c.B, c.E, c.chosen, c.k, c.cols), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(21, uint64(c.B*c.cols)))
+			g := newBuffers(t)
+			n := c.B * c.k
+			// Distinct experts per token, among the first `chosen` only.
+			pick := make([]int, 0, n)
+			for b := 0; b < c.B; b++ {
+				pick = append(pick, rng.Perm(c.chosen)[:c.k]...)
+			}
+			var order []int32
+			for e := 0; e < c.E; e++ {
+				for s, p := range pick {
+					if p == e {
+						order = append(order, int32(s))
+					}
+				}
+			}
+			inv := make([]int32, n)
+			for r, s := range order {
+				inv[s] = int32(r)
+			}
+			x := randF32(rng, c.B*c.cols)
+			grouped := g.poisoned(n, c.cols)
+			if err := dev.MoEGather(MoEGatherOp{X: g.f32(x, c.B, c.cols), Order: g.i32(order), Used: c.k, Out: grouped}); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, n*c.cols)
+			for r, s := range order {
+				for col := 0; col < c.cols; col++ {
+					want[r*c.cols+col] = float64(x[(int(s)/c.k)*c.cols+col])
+				}
+			}
+			checkNMSE(t, "moe_gather", read(t, grouped), want, 0)
+
+			y, w := randF32(rng, n*c.cols), randF32(rng, n)
+			out := g.poisoned(c.B, c.cols)
+			if err := dev.MoECombineRows(MoECombineRowsOp{Out: out, Y: g.f32(y, n, c.cols), Weight: g.f32(w, c.B, c.k), Inv: g.i32(inv)}); err != nil {
+				t.Fatal(err)
+			}
+			sum := make([]float64, c.B*c.cols)
+			for s := 0; s < n; s++ {
+				for col := 0; col < c.cols; col++ {
+					sum[(s/c.k)*c.cols+col] += float64(w[s]) * float64(y[int(inv[s])*c.cols+col])
+				}
+			}
+			checkNMSE(t, "moe_combine_rows", read(t, out), sum, 1e-12)
+		})
+	}
+	g := newBuffers(t)
+	x := g.f32([]float32{1, 2, 3, 4}, 2, 2) // 2 tokens of 2 values
+	out := g.poisoned(2, 2)
+	// Slot 5 belongs to token 2 of 2 picks each: not a row of x.
+	if err := dev.MoEGather(MoEGatherOp{X: x, Order: g.i32([]int32{1, 5}), Used: 2, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, out); got[0] != 1 || got[1] != 2 || !math.IsNaN(float64(got[2])) || !math.IsNaN(float64(got[3])) {
+		t.Errorf("moe_gather of slots 1 and 5 of 2 tokens: %v, want [1 2 NaN NaN]", got)
+	}
+	sum := g.poisoned(1, 2)
+	if err := dev.MoECombineRows(MoECombineRowsOp{Out: sum, Y: x, Weight: g.f32([]float32{1, 1}, 1, 2), Inv: g.i32([]int32{0, 2})}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, sum); !math.IsNaN(float64(got[0])) || !math.IsNaN(float64(got[1])) {
+		t.Errorf("moe_combine_rows of rows 0 and 2 of 2: %v, want NaN", got)
+	}
+	for _, op := range []MoEGatherOp{
+		{X: x, Order: g.i32([]int32{0}), Used: 2, Out: out},                          // 1 slot for 2 rows
+		{X: x, Order: g.i32([]int32{0, 1}), Used: 0, Out: out},                       // no picks per token
+		{X: x, Order: g.i32([]int32{0, 1, 2, 3, 0}), Used: 2, Out: g.poisoned(5, 2)}, // more slots than tokens·picks
+		{X: x, Order: g.i32([]int32{0, 1}), Used: 2, Out: g.poisoned(2, 3)},          // widths differ
+	} {
+		if err := dev.MoEGather(op); err == nil {
+			t.Errorf("moe_gather of x %d×%d, %d slots of %d picks, out %d×%d: no error", op.X.Rows, op.X.Cols, op.Order.Len, op.Used, op.Out.Rows, op.Out.Cols)
+		}
+	}
+	for _, op := range []MoECombineRowsOp{
+		{Out: sum, Y: x, Weight: g.f32([]float32{1, 1}, 1, 2), Inv: g.i32([]int32{0})},           // 1 slot for 2 picks
+		{Out: sum, Y: x, Weight: g.f32([]float32{1, 1}, 2, 1), Inv: g.i32([]int32{0, 1})},        // weights for 2 tokens
+		{Out: g.poisoned(1, 3), Y: x, Weight: g.f32([]float32{1}, 1, 1), Inv: g.i32([]int32{0})}, // widths differ
+	} {
+		if err := dev.MoECombineRows(op); err == nil {
+			t.Errorf("moe_combine_rows of out %d×%d, y %d×%d, weights %d×%d, %d slots: no error", op.Out.Rows, op.Out.Cols, op.Y.Rows, op.Y.Cols, op.Weight.Rows, op.Weight.Cols, op.Inv.Len)
+		}
+	}
+}

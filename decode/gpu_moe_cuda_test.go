@@ -1,0 +1,124 @@
+//go:build cuda
+
+package decode
+
+import (
+	"fmt"
+	"testing"
+
+	"llmserve/internal/nmse"
+	"llmserve/model"
+)
+
+// moeLayers is the number of blocks of m with an expert mixture.
+func moeLayers(m *model.Model) int {
+	n := 0
+	for _, b := range m.Graph.Blocks {
+		for _, s := range b {
+			if s.Op == model.OpMoE {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// TestGPUMoEGrouped runs prompts of 65 and 100 tokens, each in one step
+// (over MaxBucket: eager, its expert mixtures grouped by expert) with its
+// last 64 rows wanted, then the next token alone from a graph (the
+// mixture over every expert's rows, nothing read back), through the tiny
+// Mixtral-style models of golden-arch and of model/synth (embedding 256:
+// the tensor-core products for experts of 16 rows or more, the
+// matrix-vector kernels below), and compares the logits with the CPU
+// engine's within the tolerances of the other GPU tests. The grouped path
+// must have run once per mixture layer of each prompt step and never for
+// the single tokens; a profile of a prompt step (captured in a graph)
+// must keep to the path that reads nothing back.
+func TestGPUMoEGrouped(t *testing.T) {
+	type moeCase struct {
+		name string
+		load func(t *testing.T) *model.Model
+		tol  float64
+	}
+	golden := func(name string) moeCase {
+		return moeCase{"golden-arch/" + name, func(t *testing.T) *model.Model { return loadModel(t, "golden-arch/"+name+".gguf") }, goldenArchTolerance(name)}
+	}
+	cases := []moeCase{golden("tiny-mixtral-F32"), golden("tiny-mixtral-Q8_0")}
+	for _, ft := range []string{"F32", "Q8_0", "Q4_K_M"} {
+		cases = append(cases, moeCase{"synth/mixtral-tiny-" + ft, func(t *testing.T) *model.Model { return synthModel(t, "mixtral", "tiny", ft, false) }, gpuCPUTolerance(ft)})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.load(t)
+			layers := moeLayers(m)
+			if layers == 0 {
+				t.Fatal("the model has no expert mixture")
+			}
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true})
+			if e.exec == nil || e.exec.groups == nil {
+				t.Fatal("the engine has no grouped expert scratch")
+			}
+			V := m.Vocab
+			for _, n := range []int{MaxBucket + 1, 100} {
+				toks, want := cpuPrompt(t, m, n+1, 128)
+				const wanted = 64
+				var b Batch
+				for i := 0; i < n; i++ {
+					b.Add(toks[i], int32(i), 0, i >= n-wanted)
+				}
+				runs := e.exec.groups.runs
+				got := make([]float32, wanted*V)
+				if err := e.Forward(&b, got); err != nil {
+					t.Fatal(err)
+				}
+				if d := e.exec.groups.runs - runs; d != layers {
+					t.Errorf("prompt of %d: %d mixtures ran grouped, want %d (one per layer)", n, d, layers)
+				}
+				name := fmt.Sprintf("prompt of %d, last %d rows", n, wanted)
+				ref := want[(n-wanted)*V : n*V]
+				if err := nmse.Of(got, ref); !(err <= c.tol) && !routingFlips(t, c.name, got, ref, V, c.tol) {
+					t.Errorf("%s: NMSE %.3g vs the CPU engine exceeds %.0e", name, err, c.tol)
+				} else {
+					t.Logf("%s: NMSE vs the CPU engine %.3g (tolerance %.0e)", name, err, c.tol)
+				}
+				var one Batch
+				one.Add(toks[n], int32(n), 0, true)
+				runs = e.exec.groups.runs
+				next := make([]float32, V)
+				if err := e.Forward(&one, next); err != nil {
+					t.Fatal(err)
+				}
+				if d := e.exec.groups.runs - runs; d != 0 {
+					t.Errorf("a single token after the prompt of %d: %d mixtures ran grouped, want 0", n, d)
+				}
+				if err := nmse.Of(next, want[n*V:]); !(err <= c.tol) && !routingFlips(t, c.name, next, want[n*V:], V, c.tol) {
+					t.Errorf("token %d after the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", n, err, c.tol)
+				}
+			}
+			// A profiled step is captured: it must not group (a read back
+			// under capture fails the capture).
+			var p Batch
+			for i := 0; i < 100; i++ {
+				p.Add(int32(i%V), int32(i), 1, i == 99)
+			}
+			runs := e.exec.groups.runs
+			ts, err := e.ProfileStep(&p)
+			if err != nil {
+				t.Fatalf("profile of a step of 100 tokens: %v", err)
+			}
+			if len(ts) == 0 {
+				t.Error("profile of a step of 100 tokens: no kernels")
+			}
+			if d := e.exec.groups.runs - runs; d != 0 {
+				t.Errorf("profile of a step of 100 tokens: %d mixtures ran grouped under capture, want 0", d)
+			}
+		})
+	}
+	// A deterministic engine's steps hold at most MaxBucket tokens: no
+	// grouped scratch.
+	m := synthModel(t, "mixtral", "tiny", "Q8_0", false)
+	if e := openGPU(t, m, GPUOptions{Context: 64, Deterministic: true}); e.exec == nil || e.exec.groups != nil {
+		t.Errorf("deterministic engine: executor %v, grouped scratch allocated %v; want an executor without it", e.exec != nil, e.exec != nil && e.exec.groups != nil)
+	}
+}

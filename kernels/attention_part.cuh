@@ -29,6 +29,13 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
 static __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
 }
+// cp_async_commit closes this thread's copies issued so far into a group;
+// cp_async_wait_prev closes the copies since into another and waits for
+// every group but that last one.
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void cp_async_wait_prev() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;" ::: "memory");
+}
 
 // AttElem<T> is a cache of element type T in attention_part: a K or V row
 // is copied to shared memory as it is stored, 16 bytes (VEC values,
@@ -146,7 +153,11 @@ template <typename T> struct AttRows<T, KVPaged> {
 //
 // The range is walked in tiles of `tile` (≤ ATT_TILE) positions. A tile's
 // K and V rows are copied to shared memory all at once (cp.async), so a
-// tile costs one memory round trip; the first tile's copies are issued
+// tile costs one memory round trip; over the paged pool (no early copies)
+// the tiles alternate between two buffers, the next tile's copies (and
+// their block-table reads) in flight while this one is computed, which
+// doubles the bytes a block has in flight (its f16 rows are half the f32
+// cache's; dynamic shared memory: both buffers). The first tile's copies are issued
 // before the queries are staged (and, with AttRows::early, in a
 // single-token step before the kernel waits for the one ahead: all but the
 // token's own row, which that kernel writes). Then each thread computes
@@ -170,9 +181,12 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   const int b = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int G = heads / kvHeads, kvdim = kvHeads * headDim, ch = headDim >> E::SHIFT, pitch = headDim + E::VEC;
+  constexpr bool DB = !R::early;              // two tile buffers (see above)
   T *ks = (T *)att_smem;                      // tile × pitch: K rows
   T *vs = ks + tile * pitch;                  // tile × headDim: V rows
-  float *qs = (float *)(vs + tile * headDim); // G × headDim: the queries, scaled
+  T *ks2 = DB ? vs + tile * headDim : ks;     // the second buffer's K rows
+  T *vs2 = DB ? ks2 + tile * pitch : vs;      // and V rows
+  float *qs = (float *)(vs2 + tile * headDim); // G × headDim: the queries, scaled
   float *sc = qs + G * headDim;               // G × tile: scores, then weights
   const int s = seq[b], p = pos[b]; // only host copies write them
   int t0 = 0, t1 = 0; // positions [t0, t1) of this split
@@ -183,12 +197,13 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   });
   const R rows(kc, vc, addr, s, kvh, headDim, kvdim);
   // fetch issues the copies of the K and V rows tt+j of a tile starting at
-  // position tt, for j in [lo, hi) but j == skip (with R::early).
-  auto fetch = [&](int tt, int lo, int hi, int skip) {
+  // position tt, for j in [lo, hi) but j == skip (with R::early), to the
+  // buffer kb, vb.
+  auto fetch = [&](int tt, int lo, int hi, int skip, T *kb, T *vb) {
     for (int c = lo * ch + tid; c < hi * ch; c += ATT_THREADS) {
       const int j = c / ch, e = E::VEC * (c - j * ch);
       if (R::early && j == skip) continue;
-      rows.copy(ks, vs, pitch, headDim, tt, j, e);
+      rows.copy(kb, vb, pitch, headDim, tt, j, e);
     }
   };
   const int n0 = min(tile, t1 - t0);
@@ -198,18 +213,19 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
     // waiting for it (launched to overlap, the copies then run during its
     // last blocks), that row after.
     const bool early = gridDim.x == 1;
-    if (early && t0 < t1) fetch(t0, 0, n0, p - t0);
+    if (early && t0 < t1) fetch(t0, 0, n0, p - t0, ks, vs);
     grid_wait();
     if (t0 < t1) {
       if (!early) {
-        fetch(t0, 0, n0, -1);
+        fetch(t0, 0, n0, -1, ks, vs);
       } else if (p < t0 + n0) {
-        fetch(t0, p - t0, p - t0 + 1, -1);
+        fetch(t0, p - t0, p - t0 + 1, -1, ks, vs);
       }
     }
   } else {
     grid_wait();
-    if (t0 < t1) fetch(t0, 0, n0, -1);
+    if (t0 < t1) fetch(t0, 0, n0, -1, ks, vs);
+    cp_async_commit();
   }
   const float *qh = q + ((size_t)b * heads + (size_t)kvh * G) * headDim;
   for (int i = tid; i < G * headDim; i += ATT_THREADS) qs[i] = qh[i] * scale;
@@ -218,13 +234,20 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   float acc[S];
 #pragma unroll
   for (int k = 0; k < S; k++) acc[k] = 0.f;
-  for (int tt = t0; tt < t1; tt += tile) {
+  for (int tt = t0, cur = 0; tt < t1; tt += tile, cur ^= 1) {
     const int n = min(tile, t1 - tt);
-    cp_async_wait();
+    const T *kb = DB && cur ? ks2 : ks, *vb = DB && cur ? vs2 : vs;
+    if constexpr (DB) {
+      // The other buffer was last read before the previous tile's end.
+      if (tt + tile < t1) fetch(tt + tile, 0, min(tile, t1 - tt - tile), -1, cur ? ks : ks2, cur ? vs : vs2);
+      cp_async_wait_prev();
+    } else {
+      cp_async_wait();
+    }
     __syncthreads();
     for (int idx = tid; idx < G * n; idx += ATT_THREADS) {
       const int g = idx / n, j = idx - g * n;
-      sc[g * tile + j] = E::dot(qs + g * headDim, ks + j * pitch, headDim);
+      sc[g * tile + j] = E::dot(qs + g * headDim, kb + j * pitch, headDim);
     }
     __syncthreads();
     for (int g = warp; g < G; g += ATT_THREADS / 32) {
@@ -251,12 +274,14 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
         const int g = idx / headDim, d = idx - g * headDim;
         const float *w = sc + g * tile;
         float a = acc[k] * corrS[g];
-        for (int j = 0; j < n; j++) a += w[j] * E::value(vs[j * headDim + d]);
+        for (int j = 0; j < n; j++) a += w[j] * E::value(vb[j * headDim + d]);
         acc[k] = a;
       }
     }
     __syncthreads();
-    if (tt + tile < t1) fetch(tt + tile, 0, min(tile, t1 - tt - tile), -1);
+    if constexpr (!DB) {
+      if (tt + tile < t1) fetch(tt + tile, 0, min(tile, t1 - tt - tile), -1, ks, vs);
+    }
   }
 #pragma unroll
   for (int k = 0; k < S; k++) {

@@ -97,10 +97,11 @@ func AttentionPagedScratch(p KVPoolLayout, rows, heads int) int {
 }
 
 // attentionPagedShared is the dynamic shared memory of attention_part_pf16
-// with tiles of tile positions: f16 K rows (padded by 8 values) and V
-// rows, the group's f32 queries and a tile of f32 scores per query head.
+// with tiles of tile positions: two buffers of a tile's f16 K rows (padded
+// by 8 values) and V rows, the group's f32 queries and a tile of f32
+// scores per query head.
 func attentionPagedShared(tile, headDim, group int) int {
-	return 2*(tile*(headDim+8)+tile*headDim) + 4*(group*headDim+group*tile)
+	return 2*2*(tile*(headDim+8)+tile*headDim) + 4*(group*headDim+group*tile)
 }
 
 // attentionPagedTile is attentionTile for attention_part_pf16.

@@ -52,9 +52,7 @@ type GPUOptions struct {
 	// tensor-core products, which sum in another order.
 	Deterministic bool
 	// Preview also runs what has not yet run on a device: the
-	// tensor-parallel engine (NewTPGPUEngine refuses without it) and, on
-	// the paged pool, the rotation and cell write fused into the Q/K/V
-	// product (NewPagedRopeEpilogue). The
+	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
 	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
@@ -411,22 +409,18 @@ func (e *GPUEngine) init() error {
 	}
 	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
-	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}
+	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors,
+		Scale: m.RopeAttnFactor}
 	for l := range m.Layers {
 		w := &e.w.layers[l]
 		var r *kernels.RopeEpilogue
 		var err error
-		switch {
-		case e.paged == nil:
+		if e.paged == nil {
 			r, err = e.dev.NewRopeEpilogue(kernels.RopeStoreOp{Cache: e.kv[l], QNorm: w.vecs[model.AttnQNorm], KNorm: w.vecs[model.AttnKNorm], Eps: m.RMSEps,
 				Pos: e.s.pos, Seq: e.s.seq, Rope: rope})
-		case e.opts.Preview:
-			// The rotation and the pool's f16 cell write fused into the
-			// Q/K/V product have not run on a device yet.
+		} else {
 			r, err = e.dev.NewPagedRopeEpilogue(kernels.RopeStorePagedOp{Pool: e.paged.pools[l], QNorm: w.vecs[model.AttnQNorm], KNorm: w.vecs[model.AttnKNorm],
 				Eps: m.RMSEps, Pos: e.s.pos, Seq: e.s.seq, Rope: rope})
-		default:
-			continue
 		}
 		if err != nil {
 			return fmt.Errorf("blk.%d: %w", l, err)

@@ -31,6 +31,11 @@ type gpuExec struct {
 	pickW  kernels.DevF32 // [stepRows, ExpertsUsed] their weights
 	plans  [][]execGroup  // [layer]: the block's steps as launched (gpu_exec_plan.go)
 	groups *gpuMoEGroups  // the scratch of expert mixtures grouped by expert (gpu_moe_cuda.go); nil without experts or steps over MaxBucket
+	// stored says that the Q/K/V products just queued also rotated Q and K
+	// and wrote K and V to the cache (an execGroup with Rope on the
+	// matrix-vector kernels): the attention step that follows stores
+	// nothing, and clears it.
+	stored bool
 }
 
 // gpuExecWidth is the f32 values per step row of the executor's own
@@ -224,6 +229,16 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 	if g.GLU {
 		glu, steps = &steps[len(steps)-1], steps[:len(steps)-1]
 	}
+	var rope *kernels.RopeEpilogue
+	if g.Rope {
+		// The rotation steps themselves launch nothing (execStep): where
+		// the products run on the matrix-vector kernels the epilogue
+		// rotates and stores, else the attention step does.
+		steps = steps[:len(steps)-2]
+		if !tensorCores {
+			rope = e.epilogue(l)
+		}
+	}
 	var splits []model.Step
 	if g.Split > 0 {
 		splits, steps = steps[len(steps)-g.Split:], steps[:len(steps)-g.Split]
@@ -274,9 +289,13 @@ func (e *GPUEngine) execProducts(steps []model.Step, g execGroup, l, B int, w *g
 			op.GLU, op.Act = true, gluAct(glu.Act)
 			op.Segs[0].Y = e.execBuf(glu.Out, B)
 		}
+		if rope != nil && len(op.Segs) == 3 && add == nil {
+			op.Rope = rope
+		}
 		if err := e.dev.MatVecFused(op); err != nil {
 			return err
 		}
+		e.exec.stored = op.Rope != nil
 	}
 	for i := range after {
 		if err := e.execStep(&after[i], l, B, w); err != nil {
@@ -374,7 +393,10 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 		}
 	}
 	var err error
-	if rotated {
+	if e.exec.stored {
+		// The products stored them (execGroup.Rope).
+		e.exec.stored = false
+	} else if rotated {
 		// LongRoPE's attention factor scales the rotated values, in the
 		// rotation's launch.
 		rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: neox, Factors: e.w.ropeFactors,

@@ -33,6 +33,12 @@ type execGroup struct {
 	// NormAdd: the two steps are a full-width RMSNorm and the add of its
 	// result (which nothing else reads) into another buffer: one launch.
 	NormAdd bool
+	// Rope: the products (or splits) write Q, K and V and the group's last
+	// two steps rotate Q and K in place for the attention step right
+	// after: on the matrix-vector kernels the rotation and the cache write
+	// run with the products (the engine's RopeEpilogue), and the
+	// attention step then stores nothing.
+	Rope bool
 }
 
 // execPlan groups block l's steps of m for the GPU executor; a step no
@@ -104,10 +110,30 @@ func execPlan(m *model.Model, l int) []execGroup {
 				g.Split, g.N = n, g.N+n
 			}
 		}
+		if !g.Residual && !g.GLU && execRope(m, steps, g.First+g.N) {
+			g.Rope, g.N = true, g.N+2
+		}
 		plan = append(plan, g)
 		i += g.N
 	}
 	return plan
+}
+
+// execRope says whether steps i and i+1 rotate the Q and K that the steps
+// before wrote (their last three outputs Q, K and V, in this order), as
+// the model's rotation (m.RopeNeox), right before an attention step.
+func execRope(m *model.Model, steps []model.Step, i int) bool {
+	if i < 3 || i+2 >= len(steps) || steps[i+2].Op != model.OpAttention {
+		return false
+	}
+	for j, b := range []model.Buf{model.BufQ, model.BufK, model.BufV} {
+		if steps[i-3+j].Out != b {
+			return false
+		}
+	}
+	q, k := steps[i], steps[i+1]
+	return q.Op == model.OpRope && k.Op == model.OpRope && q.In == model.BufQ && q.Out == model.BufQ &&
+		k.In == model.BufK && k.Out == model.BufK && q.Neox == m.RopeNeox() && k.Neox == m.RopeNeox()
 }
 
 // execSplits says whether step i copies columns of product j's result

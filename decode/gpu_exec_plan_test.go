@@ -31,6 +31,9 @@ func planString(steps []string, plan []execGroup) string {
 		if g.NormAdd {
 			p += "(norm-add)"
 		}
+		if g.Rope {
+			p += "(rope)"
+		}
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, " ")
@@ -42,11 +45,11 @@ func planString(steps []string, plan []execGroup) string {
 // alone feeds; every step in exactly one group, in order.
 func TestExecPlan(t *testing.T) {
 	cases := []struct{ rel, want string }{
-		{"golden-arch/tiny-gemma2-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur(norm) Qcur_rope Kcur_rope kqv_out attn_out attn_post_norm+sa_out(norm-add) " +
+		{"golden-arch/tiny-gemma2-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur+Qcur_rope+Kcur_rope(norm)(rope) kqv_out attn_out attn_post_norm+sa_out(norm-add) " +
 			"ffn_norm+ffn_gate+ffn_up+ffn_geglu(norm)(glu) ffn_out ffn_post_norm+l_out(norm-add)"},
-		{"golden-arch/tiny-phi3-Q8_0.gguf", "attn_norm+wqkv+Qcur+Kcur+Vcur(norm)(split 3) Qcur_rope Kcur_rope kqv_out attn_out+ffn_inp(residual) " +
+		{"golden-arch/tiny-phi3-Q8_0.gguf", "attn_norm+wqkv+Qcur+Kcur+Vcur+Qcur_rope+Kcur_rope(norm)(split 3)(rope) kqv_out attn_out+ffn_inp(residual) " +
 			"ffn_norm+ffn_up+ffn_swiglu(norm)(glu) ffn_out+l_out(residual)"},
-		{"golden-arch/tiny-mixtral-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur(norm) Qcur_rope Kcur_rope kqv_out attn_out+ffn_inp(residual) " +
+		{"golden-arch/tiny-mixtral-Q8_0.gguf", "attn_norm+Qcur+Kcur+Vcur+Qcur_rope+Kcur_rope(norm)(rope) kqv_out attn_out+ffn_inp(residual) " +
 			"ffn_norm ffn_moe_out l_out"},
 	}
 	for _, c := range cases {

@@ -271,10 +271,10 @@ func TestGPUProfileStep(t *testing.T) {
 	if m.Layers[0][model.AttnQBias] == nil {
 		t.Fatalf("%s has no Q/K/V biases; the expected launches below assume them", "tiny-qwen2-Q4_K_M")
 	}
-	// qwen2 rotates neox-style, so the rotation runs as a launch of its own
-	// after the Q/K/V product, under the same operation.
+	// qwen2 rotates neox-style: the product deals rows i and i + dim/2 of
+	// a head as one pair, so the rotation runs inside it too.
 	qkv := "attn_norm+qkv+rope+cache_store"
-	layerOps := []string{qkv, qkv, "attention", "attention", "attn_output+residual",
+	layerOps := []string{qkv, "attention", "attention", "attn_output+residual",
 		"ffn_norm+gate_up+swiglu", "ffn_down+residual"}
 	var want []string
 	want = append(want, "-1 token_embd")

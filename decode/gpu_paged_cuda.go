@@ -48,7 +48,8 @@ func (e *GPUEngine) initPaged() error {
 		return err
 	}
 	p := &gpuPaged{layout: l, host: make([]int32, d.TableLen()), fixed: fixedTables(l, e.opts.MaxSeqs, e.opts.Context),
-		rope: kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors}}
+		rope: kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors,
+			Scale: m.RopeAttnFactor}}
 	if p.tables, err = e.alloc("KV block tables", int64(d.TableLen())*4); err != nil {
 		return err
 	}
@@ -93,9 +94,9 @@ func (e *GPUEngine) ropeStore(l int, q, k, v kernels.DevF32) error {
 		Pos: kernels.DevI32{Ptr: e.s.pos.Ptr, Len: q.Rows}, Seq: kernels.DevI32{Ptr: e.s.seq.Ptr, Len: q.Rows}, Rope: e.paged.rope})
 }
 
-// epilogue is the rotation fused into block l's Q/K/V product: none on
-// the paged pool without the preview (the rotation then runs as a launch
-// of its own after the product, ropeStore).
+// epilogue is the rotation and cache write of block l's Q/K/V product
+// (into the pool when paged, else the f32 cache), fused into the product's
+// launch where its kernels allow, else run right after it.
 func (e *GPUEngine) epilogue(l int) *kernels.RopeEpilogue {
 	if l >= len(e.rope) {
 		return nil

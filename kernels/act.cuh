@@ -1,16 +1,12 @@
-// act.cuh: the activations of gated feed-forward products, shared by every
-// kernel that applies them, so that each computes them to the same bits.
+// act.cuh: the activation of gated feed-forward products, shared by every
+// kernel that applies it, so that each computes it to the same bits.
 #pragma once
 
-// silu_f is x·sigmoid(x).
-static __device__ __forceinline__ float silu_f(float x) { return x / (1.f + expf(-x)); }
-
-// gelu_tanh is GELU in its tanh approximation.
-static __device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.f + tanhf(0.7978845608028654f * x * (1.f + 0.044715f * x * x)));
-}
-
-// glu_value is act(g)·u for act 0 (SiLU) or 1 (GELU, tanh).
+// glu_value is act(g)·u for act 0 (SiLU: g·sigmoid(g)) or 1 (GELU by its
+// tanh approximation, written as g·sigmoid(2·√(2/π)·(g + 0.044715·g³)),
+// the same value: 0.5·(1 + tanh(z)) = sigmoid(2z)), one expression for
+// both, so that a kernel carrying both costs no registers for the second.
 static __device__ __forceinline__ float glu_value(float g, float u, int act) {
-  return (act == 1 ? gelu_tanh(g) : silu_f(g)) * u;
+  const float z = act == 1 ? 1.5957691216057308f * g * (1.f + 0.044715f * g * g) : g;
+  return g / (1.f + expf(-z)) * u;
 }

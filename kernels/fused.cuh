@@ -39,10 +39,12 @@ struct MVSeg {
 };
 
 // MVRope is RoPE and the KV cache write fused into a Q/K/V product
-// (segments q, k, v) for llama's pairwise rotation, where rows 2i and 2i+1
-// of a head, the values a pair rotates, are one row pair of the product:
-// q and k are rotated by angle pos[b] * base^(-2i/ropeDim) / factors[i]
-// (pairs 2i < ropeDim; factors may be null) and written to their outputs;
+// (segments q, k, v), where the two values a pair rotates are one row pair
+// of the product: rows 2i and 2i+1 of a head (llama's pairwise rotation),
+// or with neox rows i and i + ropeDim/2 (pair_rows in mvq.cu deals them
+// so): q and k are rotated by angle pos[b] * base^(-2i/ropeDim) /
+// factors[i] (pairs i < ropeDim/2; factors may be null), multiplied by
+// mscale (LongRoPE's attention factor, else 1) and written to their outputs;
 // k and v are also written to the cache (kc, vc: [maxSeqs][ctx][kvdim]) at
 // position pos[b] of sequence seq[b] (MVArgs.pos, MVArgs.seq), unless that
 // is padding. With tables set, kc and vc are instead the K and V cells of
@@ -55,7 +57,9 @@ struct MVRope {
   int headDim, ropeDim, kvdim, ctx, maxSeqs;
   float base;
   const int *tables; // the pool's block tables, or null: the f32 cache
-  int tableCols, blockSize, blocks, pad;
+  int tableCols, blockSize, blocks, neox;
+  float mscale;
+  int pad;
 };
 
 struct MVArgs {
@@ -130,53 +134,55 @@ static __device__ __forceinline__ void mv_prefetch(const MVArgs &a, int s, int r
   asm volatile("prefetch.global.L1 [%0];" ::"l"(g.y + (size_t)b * g.rows + r));
 }
 
-// mv_store_pair finishes output values v0, v1 of rows r, r+1 (r even) of
-// segment s for column b, with the rotation and cache write of rope (a copy
-// of *a.rope; p and sq are the column's position and sequence) when it is
-// not null (the same arithmetic as rope_store in attention.cu).
+// mv_store_pair finishes output values v0, v1 of rows r and r2 (r even,
+// r2 = r+1; with a neox rope, r2 = r + ropeDim/2 for a rotated pair of q or
+// k) of segment s for column b, with the rotation and cache write of rope
+// (a copy of *a.rope; p and sq are the column's position and sequence)
+// when it is not null (the same arithmetic as rope_store in attention.cu).
 static __device__ __forceinline__ void mv_store_pair(const MVArgs &a, const MVRope *rope, int p, int sq, int s,
-                                                     int r, int b, float v0, float v1) {
+                                                     int r, int r2, int b, float v0, float v1) {
   if (rope == nullptr) {
     mv_store(a, s, r, b, v0);
-    mv_store(a, s, r + 1, b, v1);
+    mv_store(a, s, r2, b, v1);
     return;
   }
   const MVSeg g = mv_seg(a, s);
-  if (g.bias != nullptr) v0 += g.bias[r], v1 += g.bias[r + 1];
+  if (g.bias != nullptr) v0 += g.bias[r], v1 += g.bias[r2];
   const MVRope &rp = *rope;
-  const int i = (r % rp.headDim) >> 1;
-  if (s < 2 && 2 * i < rp.ropeDim) {
+  const int local = r % rp.headDim, i = rp.neox ? local : local >> 1;
+  if (s < 2 && 2 * i < rp.ropeDim) { // a neox tail pair (r past ropeDim) has 2i ≥ 2·ropeDim
     float theta = (float)p * powf(rp.base, -2.f * (float)i / (float)rp.ropeDim);
     if (rp.factors != nullptr) theta /= rp.factors[i];
     float sn, cs;
     sincosf(theta, &sn, &cs);
     const float a2 = v0 * cs - v1 * sn, c2 = v0 * sn + v1 * cs;
-    v0 = a2, v1 = c2;
+    v0 = a2 * rp.mscale, v1 = c2 * rp.mscale;
   }
-  float *o = g.y + (size_t)b * g.rows + r;
-  o[0] = v0, o[1] = v1;
+  float *o = g.y + (size_t)b * g.rows;
+  o[r] = v0, o[r2] = v1;
   if (s == 0) return;
   if (rp.tables != nullptr) {
     const long long cell = kv_cell(kv_pool(rp.tables, rp.tableCols, rp.blockSize, rp.blocks, rp.maxSeqs), sq, p);
     if (cell >= 0) {
-      __half *c = kv_at((__half *)(s == 1 ? rp.kc : rp.vc), cell, rp.kvdim) + r;
-      c[0] = __float2half_rn(v0), c[1] = __float2half_rn(v1);
+      __half *c = kv_at((__half *)(s == 1 ? rp.kc : rp.vc), cell, rp.kvdim);
+      c[r] = __float2half_rn(v0), c[r2] = __float2half_rn(v1);
     }
     return;
   }
   if (sq >= 0 && sq < rp.maxSeqs && p >= 0 && p < rp.ctx) {
-    float *c = (s == 1 ? rp.kc : rp.vc) + ((size_t)sq * rp.ctx + p) * rp.kvdim + r;
-    c[0] = v0, c[1] = v1;
+    float *c = (s == 1 ? rp.kc : rp.vc) + ((size_t)sq * rp.ctx + p) * rp.kvdim;
+    c[r] = v0, c[r2] = v1;
   }
 }
 
 // mv_store_pair_global is mv_store_pair with the rotation's parameters and
 // the column's position and sequence read from global memory.
-static __device__ __forceinline__ void mv_store_pair_global(const MVArgs &a, int s, int r, int b, float v0, float v1) {
+static __device__ __forceinline__ void mv_store_pair_global(const MVArgs &a, int s, int r, int r2, int b, float v0,
+                                                            float v1) {
   if (a.rope == nullptr) {
-    mv_store_pair(a, nullptr, 0, 0, s, r, b, v0, v1);
+    mv_store_pair(a, nullptr, 0, 0, s, r, r2, b, v0, v1);
   } else {
-    mv_store_pair(a, a.rope, a.pos[b], a.seq[b], s, r, b, v0, v1);
+    mv_store_pair(a, a.rope, a.pos[b], a.seq[b], s, r, r2, b, v0, v1);
   }
 }
 

@@ -85,23 +85,33 @@ static __device__ __forceinline__ void group_sync(int id, int n) {
 }
 
 // PairRows is where row pair pi of a launch lies: rows ra and rb (of
-// segment s, from row r; in GLU mode the gate and up rows r).
+// segment s, rows r and r2; in GLU mode the gate and up rows r).
 struct PairRows {
   const uint8_t *ra, *rb;
-  int s, r, type;
+  int s, r, r2, type;
 };
 
-static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi) {
+// pair_rows finds row pair pi: rows 2pi and 2pi+1 of the launch, but where
+// rope (a neox rotation; may be null) rotates them, rows i and i +
+// ropeDim/2 of the head in Q and K, so that the rotation's two values are
+// the pair's (a head's pairs past ropeDim/2 keep the rows after ropeDim,
+// two by two).
+static __device__ __forceinline__ PairRows pair_rows(const MVArgs &a, int pi, const MVRope *rope) {
   PairRows p;
   if (a.glu) {
-    p.s = 0, p.r = pi, p.type = a.s0.type;
+    p.s = 0, p.r = pi, p.r2 = pi, p.type = a.s0.type;
     p.ra = a.s0.W + (size_t)pi * a.s0.rowBytes, p.rb = a.s1.W + (size_t)pi * a.s1.rowBytes;
     return p;
   }
   p.s = mv_locate(a, 2 * pi, &p.r);
+  p.r2 = p.r + 1;
+  if (rope != nullptr && rope->neox && p.s < 2) {
+    const int hd = rope->headDim, half = rope->ropeDim >> 1, q = (p.r % hd) >> 1;
+    if (q < half) p.r -= q, p.r2 = p.r + half; // from h·hd + 2q to h·hd + q
+  }
   const MVSeg sg = mv_seg(a, p.s);
   p.type = sg.type;
-  p.ra = sg.W + (size_t)p.r * sg.rowBytes, p.rb = p.ra + sg.rowBytes;
+  p.ra = sg.W + (size_t)p.r * sg.rowBytes, p.rb = sg.W + (size_t)p.r2 * sg.rowBytes;
   return p;
 }
 
@@ -181,11 +191,13 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     if (a.glu) {
       mv_store_glu(a, p.r, b0 + c, v0, v1);
     } else if constexpr (KIND == MVQ_F16) {
-      mv_store_pair_global(a, p.s, p.r, b0 + c, v0, v1);
+      mv_store_pair_global(a, p.s, p.r, p.r2, b0 + c, v0, v1);
     } else {
-      mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[c], rseq[c], p.s, p.r, b0 + c, v0, v1);
+      mv_store_pair(a, a.rope != nullptr ? &rope : nullptr, rpos[c], rseq[c], p.s, p.r, p.r2, b0 + c, v0, v1);
     }
   };
+  // The rotation's parameters as the pairs read them (neox deals rows).
+  const MVRope *rp = KIND == MVQ_F16 ? a.rope : (a.rope != nullptr ? &rope : nullptr);
   __shared__ float part[WARPS][2][NB];
   // Pairs are dealt to the blocks in turn (pair i to block i mod the
   // grid), so a matrix of few pairs still spreads over every block.
@@ -196,7 +208,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
 #pragma unroll
     for (int b = 0; b < NB; b++) acc[0][b] = acc[1][b] = 0.f;
     if (on) {
-      const PairRows p = pair_rows(a, pi);
+      const PairRows p = pair_rows(a, pi, rp);
       // The residual's prefetch only where it spills nothing: in mvk_1 and
       // the batch tiles its address registers spill (1B Q4_K_M -2%).
       if constexpr (KIND == MVQ_Q8) {
@@ -221,7 +233,7 @@ static __device__ __forceinline__ void mvq(const MVArgs &a) {
     // The pair's segment and rows, found again rather than kept live
     // through the products.
     PairRows p = {};
-    if (on) p = pair_rows(a, pi);
+    if (on) p = pair_rows(a, pi, rp);
     if (W > 1) {
       // Only the W warps of the pair wait for each other (barrier 1 + the
       // pair's index in the block; 0 is __syncthreads'), so the block's

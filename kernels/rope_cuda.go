@@ -12,9 +12,10 @@ import (
 // RopeEpilogue is the rotation and KV cache write of a step's Q/K/V
 // product (a RopeStoreOp, or a RopeStorePagedOp for a paged f16 pool), set
 // up once per layer so that it can run in the product's own launch
-// (MatVecOp.Rope). That takes llama's pairwise rotation (Neox false) with
-// no head norms, and a product the 8-bit kernels run in one launch: rows
-// 2i and 2i+1 of a head are then one row pair of the product. Otherwise
+// (MatVecOp.Rope). That takes a rotation with no head norms and a product
+// the 8-bit (or 16-bit float) matrix-vector kernels run in one launch: the
+// two values a pair rotates (rows 2i and 2i+1 of a head, or with Neox rows
+// i and i + Dim/2) are then one row pair of the product. Otherwise
 // MatVecFused runs the product and then RopeStore (RopeStorePaged).
 type RopeEpilogue struct {
 	op    RopeStoreOp       // Q, K and V, and the lengths of Pos and Seq, come from each product; for a pool, its shapes
@@ -70,19 +71,20 @@ type mvRope struct {
 // uploadRope copies e's MVRope to the device where its rotation fuses
 // (e.args stays nil otherwise): three pointers, headDim, ropeDim, kvdim,
 // ctx, maxSeqs and base, then the tables pointer, tableCols, blockSize,
-// blocks and a pad word, 72 bytes. The positions and sequences go with
-// each launch.
+// blocks, neox, mscale and a pad word, 80 bytes. The positions and
+// sequences go with each launch.
 func (d *Device) uploadRope(e *RopeEpilogue, m mvRope) error {
 	op, r := e.op, e.op.Rope
-	if r.Neox || op.QNorm.Ptr != 0 || op.KNorm.Ptr != 0 {
+	if op.QNorm.Ptr != 0 || op.KNorm.Ptr != 0 {
 		return nil
 	}
-	words := make([]uint32, 0, 18)
+	words := make([]uint32, 0, 20)
 	for _, p := range []cuda.DevPtr{m.k, m.v, r.Factors.Ptr} {
 		words = append(words, uint32(p), uint32(uint64(p)>>32))
 	}
 	words = append(words, uint32(r.HeadDim), uint32(r.Dim), uint32(m.kvdim), uint32(m.ctx), uint32(m.maxSeqs), math.Float32bits(r.Base),
-		uint32(m.tables), uint32(uint64(m.tables)>>32), uint32(m.tableCols), uint32(m.blockSize), uint32(m.blocks), 0)
+		uint32(m.tables), uint32(uint64(m.tables)>>32), uint32(m.tableCols), uint32(m.blockSize), uint32(m.blocks),
+		uint32(boolInt(r.Neox)), math.Float32bits(r.mscale()), 0)
 	var err error
 	if e.args, err = cuda.Upload(d.ctx, "rope epilogue", words); err != nil {
 		return fmt.Errorf("kernels: rope epilogue: %w", err)

@@ -12,34 +12,51 @@ import (
 )
 
 // TestRopeEpilogue checks that a Q/K/V product with its rotation and cache
-// write fused in (8-bit kernels, llama's pairwise rotation) or run after it
-// (F16 weights, neox rotation, head norms) leaves the queries and the cache
-// as the product followed by RopeStore does, padding tokens writing
-// nothing.
+// write fused in (8-bit kernels and, for one token, the F16 one; llama's
+// pairwise and the neox rotation, partial, with frequency factors and a
+// scale) or run after it (F16 weights over several tokens, head norms)
+// leaves the queries and the cache as the product followed by RopeStore
+// does, padding tokens writing nothing.
 func TestRopeEpilogue(t *testing.T) {
 	cases := []struct {
 		typ          gguf.Type
 		headDim, dim int
 		neox, norm   bool
 		factors      bool
-		fusable      bool // the epilogue's parameters allow it to run in the product
+		fusable      bool    // the epilogue's parameters allow it to run in the product
+		one          bool    // a step of one token (the batch-1 kernels)
+		scale        float32 // RopeParams.Scale
 	}{
-		{gguf.TypeQ4_K, 64, 64, false, false, false, true},
-		{gguf.TypeQ6_K, 128, 128, false, false, true, true},
-		{gguf.TypeQ8_0, 128, 64, false, false, false, true},
-		{gguf.TypeF16, 64, 64, false, false, false, true}, // fusable, but F16 products run apart: the rotation follows
-		{gguf.TypeQ4_K, 64, 64, true, false, false, false},
-		{gguf.TypeQ4_K, 128, 128, true, true, false, false},
+		{gguf.TypeQ4_K, 64, 64, false, false, false, true, false, 0},
+		{gguf.TypeQ6_K, 128, 128, false, false, true, true, false, 0},
+		{gguf.TypeQ8_0, 128, 64, false, false, false, true, false, 0},
+		{gguf.TypeF16, 64, 64, false, false, false, true, false, 0}, // fusable, but F16 products of 3 tokens run apart: the rotation follows
+		{gguf.TypeQ4_K, 64, 64, true, false, false, true, false, 0},
+		{gguf.TypeQ8_0, 128, 64, true, false, true, true, false, 1.19},
+		{gguf.TypeQ6_K, 96, 96, true, false, true, true, true, 1.19}, // Phi-3.5's heads
+		{gguf.TypeQ4_K, 256, 256, true, false, false, true, true, 0}, // Gemma 2's
+		{gguf.TypeF16, 128, 128, true, false, false, true, true, 0},  // mvh_1
+		{gguf.TypeQ4_K, 64, 64, false, false, false, true, true, 0},
+		{gguf.TypeQ4_K, 128, 128, true, true, false, false, false, 0},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%v_hd%d_dim%d_neox%v_norm%v_ff%v", c.typ, c.headDim, c.dim, c.neox, c.norm, c.factors), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v_hd%d_dim%d_neox%v_norm%v_ff%v_one%v_scale%g", c.typ, c.headDim, c.dim, c.neox, c.norm, c.factors, c.one, c.scale), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(8, uint64(c.headDim+c.dim)+uint64(c.typ)))
 			g := newBuffers(t)
 			heads, kvHeads, cols, ctx, maxSeqs := 4, 2, 512, 1024, 2
 			pos := []int32{3, 1000, 17}
 			seq := []int32{0, 1, -1}
+			if c.one {
+				pos, seq = pos[1:2], seq[1:2]
+			}
+			live := 0
+			for _, s := range seq {
+				if s >= 0 {
+					live++
+				}
+			}
 			B, qDim, kvDim := len(pos), heads*c.headDim, kvHeads*c.headDim
-			st := newRopeStep(g, rng, c.typ, B, kvHeads, cols, RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox}, c.factors, c.norm)
+			st := newRopeStep(g, rng, c.typ, B, kvHeads, cols, RopeParams{Heads: heads, HeadDim: c.headDim, Dim: c.dim, Base: 500000, Neox: c.neox, Scale: c.scale}, c.factors, c.norm)
 			r, qn, kn := st.rope, st.qn, st.kn
 			pd, sd := g.i32(pos), g.i32(seq)
 			// run leaves the queries and the cache of one way of running the step.
@@ -76,8 +93,8 @@ func TestRopeEpilogue(t *testing.T) {
 						}
 					}
 				}
-				if want := (B - 1) * kvDim; written != want {
-					t.Errorf("cache %s: %d values written, want %d (the padding token writes nothing)", name, written, want)
+				if want := live * kvDim; written != want {
+					t.Errorf("cache %s: %d values written, want %d (a padding token writes nothing)", name, written, want)
 				}
 			}
 		})

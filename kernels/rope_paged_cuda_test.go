@@ -28,6 +28,7 @@ func TestRopeEpiloguePaged(t *testing.T) {
 		{gguf.TypeQ6_K, 128, 128, false, false, true},
 		{gguf.TypeQ8_0, 128, 64, false, false, true},
 		{gguf.TypeF16, 64, 64, false, false, true}, // fusable, but F16 products run apart
+		{gguf.TypeQ4_K, 128, 64, true, false, true},
 		{gguf.TypeQ4_K, 128, 128, true, true, false},
 	}
 	for _, c := range cases {

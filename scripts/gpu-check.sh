@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
 # One device call that checks a change to the architectures' GPU paths,
 # from a bundle of scripts/gpu-bundle.sh (carry .gpu): it synthesizes
-# Q4_K_M models (default: Gemma-2-9B, Phi-3.5-mini, Llama-3.1-8B,
-# Llama-3.2-1B and Mixtral-8x7B shapes; CHECK_MODELS="arch:shape ...") into
+# Q4_K_M models (default: Mixtral-8x7B, Gemma-2-9B, Phi-3.5-mini,
+# Llama-3.1-8B and Llama-3.2-1B shapes; CHECK_MODELS="arch:shape ...") into
 # MODELS (default
 # /opt/models) in the background while the CUDA tests run (RUN_decode,
 # RUN_kernels: -test.run patterns, default every decode test and the
 # kernels of the architectures' ops), then, as each model is written,
 # `llmserve bench -p 512 -n 128 -B 1 -r 2` and the profile of one decode
-# step and one 512-token prompt step; for llama models also decode batches
+# step and one 512-token prompt step; for Llama-3.1-8B also decode batches
 # of 16 and 64 on the int8 and on the 16-bit tensor-core products
 # (LLMSERVE_MATMUL_Q16=1) and the profile of a 64-token step. Everything
-# goes to LOGDIR (default
-# $OUT/check or .gpu/check), packed into LOGDIR.tgz; the summary (test
+# goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
+# $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
+# call stopped at its limit still brings them back; the summary (test
 # counts, pp/tg lines) is printed. CHECK_BUDGET (s, default 380) bounds the
 # whole call: models not written by then are skipped and said so.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 t0=$(date +%s)
-LOGDIR=${LOGDIR:-${OUT:+$OUT/check}}
-LOGDIR=${LOGDIR:-.gpu/check}
+LOGDIR=${LOGDIR:-/tmp/gpu-check}
+PACK=${PACK:-${OUT:-.gpu}/gpu-check.tgz}
 MODELS=${MODELS:-/opt/models}
 BUDGET=${CHECK_BUDGET:-380}
 mkdir -p "$LOGDIR" "$MODELS"
 left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
-pack() { tar czf "$LOGDIR.tgz" -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" 2>/dev/null; }
+pack() { tar czf "$PACK" -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" 2>/dev/null; }
 bash scripts/gpu-test.sh -test.run '^$' > "$LOGDIR/unpack.txt" 2>&1 # unpacks the bundle
 L=$PWD/.gpu/llmserve V=$PWD/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf
-specs=${CHECK_MODELS:-gemma2:9b phi3:mini llama:8b llama:1b mixtral:8x7b}
+specs=${CHECK_MODELS:-mixtral:8x7b gemma2:9b phi3:mini llama:8b llama:1b}
 (
 	for s in $specs; do
 		f="$MODELS/${s/:/-}.gguf"
@@ -36,7 +37,7 @@ specs=${CHECK_MODELS:-gemma2:9b phi3:mini llama:8b llama:1b mixtral:8x7b}
 	done
 ) &
 synth=$!
-RUN_kernels=${RUN_kernels:-MoE|MatVecFused|RMSNorm|Fatbin|GLU|Elementwise} RUN_internal_nccl='^$' LOGDIR="$LOGDIR/tests" \
+RUN_kernels=${RUN_kernels:-MoE|MatVecFused|RMSNorm|Fatbin|GLU|Elementwise|Rope|ScaleSoftCap} RUN_internal_nccl='^$' LOGDIR="$LOGDIR/tests" \
 	timeout "$(( $(left) - 120 ))" bash scripts/gpu-test.sh > "$LOGDIR/tests.txt" 2>&1
 grep -E 'passed|--- FAIL' "$LOGDIR/tests.txt" | head -30
 pack
@@ -48,7 +49,7 @@ for s in $specs; do
 	timeout "$(( $(left) - 10 ))" "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 2 > "$log" 2>&1
 	grep -E '^(pp|tg)' "$log" | sed "s|^|$s: |"
 	[ "$(left)" -gt 40 ] && timeout 30 "$L" bench -m "$f" -p 512 -n 2 -B 1 --profile > "$LOGDIR/profile-${s/:/-}.txt" 2>&1
-	if [ "${s%:*}" = llama ] && [ "$(left)" -gt 60 ]; then
+	if [ "$s" = llama:8b ] && [ "$(left)" -gt 60 ]; then
 		for q in default 1; do
 			LLMSERVE_MATMUL_Q16=$([ $q = 1 ] && echo 1) timeout 40 "$L" bench -m "$f" -p 64 -n 32 -B 16,64 > "$log.q16-$q" 2>&1
 			grep -E '^(pp|tg)' "$log.q16-$q" | sed "s|^|$s q16=$q: |"

@@ -4,9 +4,8 @@
 #   tests   every CUDA test
 #   kbench  the tensor-core product and prompt-attention benchmarks (TFLOP/s)
 #   bench   pp512 and batched decode on the f32 cache beside the paged f16
-#           pool (-ctk f16 -ctv f16), the pool with its fused cell write
-#           (preview) and the 16-bit quantized prompt products
-#           (LLMSERVE_MATMUL_Q16=1; BENCH_MODES picks), and the profile of a
+#           pool (-ctk f16 -ctv f16) and the 16-bit quantized products from
+#           16 tokens (LLMSERVE_MATMUL_Q16=1; BENCH_MODES picks), and the profile of a
 #           512-token prompt step, on synth models
 # Logs and a summary go to LOGDIR (default .gpu/logs); MODELS overrides the
 # bench models (default 1b/Q4_K_M 8b/Q4_K_M 8b/Q8_0 8b/F16).
@@ -40,14 +39,13 @@ for phase in $phases; do
 			f="$T/${spec/\//-}.gguf"
 			"$L" synth --arch llama --shape "${spec%/*}" --type "${spec#*/}" --vocab "$V" --workers "$(( $(nproc) - 2 ))" -o "$f" > /dev/null 2>&1 ||
 				{ say "$spec: synth failed"; continue; }
-			# flat: the f32 cache; paged: the f16 pool; paged-fused: the pool
-			# with its cell write fused into the Q/K/V product (preview); q16:
-			# the quantized prompt products on the 16-bit tensor cores.
-			for mode in ${BENCH_MODES:-flat paged paged-fused q16}; do
+			# flat: the f32 cache; paged: the f16 pool; q16: the quantized
+			# products of every tensor-core step (decode batches too) on the
+			# 16-bit tensor cores.
+			for mode in ${BENCH_MODES:-flat paged q16}; do
 				kv=() env=()
 				case $mode in
 				paged) kv=(-ctk f16 -ctv f16) ;;
-				paged-fused) kv=(-ctk f16 -ctv f16) env=(LLMSERVE_GPU_PREVIEW=1) ;;
 				q16) env=(LLMSERVE_MATMUL_Q16=1) ;;
 				esac
 				env "${env[@]}" timeout 150 "$L" bench -m "$f" -p 512 -n 32 -B 1,16,64 -r 3 "${kv[@]}" > "$LOGDIR/bench-${spec/\//-}-$mode.txt" 2>&1

@@ -10,7 +10,8 @@
 # `llmserve bench -p 512 -n 128 -B 1 -r 2` and the profile of one decode
 # step and one 512-token prompt step; for Llama-3.1-8B also decode batches
 # of 16 and 64 on the int8 and on the 16-bit tensor-core products
-# (LLMSERVE_MATMUL_Q16=1) and the profile of a 64-token step. Everything
+# (LLMSERVE_MATMUL_Q16=1), the profile of a 64-token step and decode
+# after an 8000-token prompt on the f32 cache and the paged f16 pool. Everything
 # goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
 # $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
 # call stopped at its limit still brings them back; the summary (test
@@ -55,6 +56,11 @@ for s in $specs; do
 			grep -E '^(pp|tg)' "$log.q16-$q" | sed "s|^|$s q16=$q: |"
 		done
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
+		for kv in flat f16; do # decode at depth 8000: the f32 cache, the paged f16 pool
+			[ "$(left)" -gt 30 ] || break
+			timeout 40 "$L" bench -m "$f" -p 8000 -n 32 -B 1 $([ $kv = f16 ] && echo -ctk f16 -ctv f16) > "$log.d8000-$kv" 2>&1
+			grep -E '^(pp|tg)' "$log.d8000-$kv" | sed "s|^|$s depth 8000 $kv: |"
+		done
 	fi
 	pack
 done

@@ -101,7 +101,7 @@ func (e *GPUEngine) initExec() error {
 	if pick := f32("chosen experts", moe, m.ExpertsUsed); pick.Ptr != 0 {
 		x.pick = kernels.DevI32{Ptr: pick.Ptr, Len: S * m.ExpertsUsed}
 	}
-	if err == nil && moe {
+	if err == nil && moe && e.opts.MoEGrouped {
 		x.groups, err = e.initMoEGroups()
 	}
 	if err != nil {
@@ -440,12 +440,12 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 // one runs every expert over all B rows, each expert's output added with
 // its weight per token (zero for the tokens that did not choose it).
 // Nothing is read back, so the step replays from a graph. A step of more
-// tokens than a graph holds runs grouped by expert instead
-// (moeGroupedStep, execMoEGrouped).
+// tokens than a graph holds runs grouped by expert instead with
+// GPUOptions.MoEGrouped (moeGroupedStep, execMoEGrouped).
 func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
 	d, s, x := e.dev, &e.s, e.exec
 	B, k := in.Rows, st.Used
-	if moeGroupedStep(B, e.capturing) { // a step that runs eagerly: grouped by expert
+	if x.groups != nil && moeGroupedStep(B, e.capturing) { // a step that runs eagerly: grouped by expert
 		return e.execMoEGrouped(st, w, in, out)
 	}
 	probs, route := x.probs.Slice(0, B), x.route.Slice(0, B)

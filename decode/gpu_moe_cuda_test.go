@@ -55,7 +55,7 @@ func TestGPUMoEGrouped(t *testing.T) {
 			if layers == 0 {
 				t.Fatal("the model has no expert mixture")
 			}
-			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true})
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true, MoEGrouped: true})
 			if e.exec == nil || e.exec.groups == nil {
 				t.Fatal("the engine has no grouped expert scratch")
 			}
@@ -118,7 +118,7 @@ func TestGPUMoEGrouped(t *testing.T) {
 	// A deterministic engine's steps hold at most MaxBucket tokens: no
 	// grouped scratch.
 	m := synthModel(t, "mixtral", "tiny", "Q8_0", false)
-	if e := openGPU(t, m, GPUOptions{Context: 64, Deterministic: true}); e.exec == nil || e.exec.groups != nil {
+	if e := openGPU(t, m, GPUOptions{Context: 64, Deterministic: true, MoEGrouped: true}); e.exec == nil || e.exec.groups != nil {
 		t.Errorf("deterministic engine: executor %v, grouped scratch allocated %v; want an executor without it", e.exec != nil, e.exec != nil && e.exec.groups != nil)
 	}
 }

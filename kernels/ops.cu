@@ -21,30 +21,38 @@ static __device__ __forceinline__ float block_sum(float v) {
   return warp_sum(v);
 }
 
-// rms_norm: out[r, i] = x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]; one
-// block per row of n; out may be x.
-extern "C" __global__ void rms_norm(const float *x, const float *__restrict__ w, float *out, int n, float eps) {
+// rms_row normalizes row blockIdx.x of x (n values): out[i] = x[i] /
+// sqrt(mean(x²) + eps) * w[i], or with ADD out[i] += that (rounded before
+// the add, as a norm into a buffer then an add would round it).
+template <bool ADD>
+static __device__ __forceinline__ void rms_row(const float *x, const float *__restrict__ w, float *out, int n,
+                                               float eps) {
   const float *xr = x + (size_t)blockIdx.x * n;
   float *o = out + (size_t)blockIdx.x * n;
   float ss = 0.f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
   ss = block_sum(ss);
   const float s = rsqrtf(ss / n + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * s * w[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    if constexpr (ADD) {
+      o[i] += __fmul_rn(xr[i] * s, w[i]);
+    } else {
+      o[i] = xr[i] * s * w[i];
+    }
+  }
+}
+
+// rms_norm: out[r, i] = x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]; one
+// block per row of n; out may be x.
+extern "C" __global__ void rms_norm(const float *x, const float *__restrict__ w, float *out, int n, float eps) {
+  rms_row<false>(x, w, out, n, eps);
 }
 
 // rms_norm_add: y[r, i] += x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]
 // (a norm after a product, then the residual add), to the bits of rms_norm
 // followed by add; one block per row of n; x and y are distinct.
-extern "C" __global__ void rms_norm_add(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
-                                        int n, float eps) {
-  const float *xr = x + (size_t)blockIdx.x * n;
-  float *o = y + (size_t)blockIdx.x * n;
-  float ss = 0.f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
-  ss = block_sum(ss);
-  const float s = rsqrtf(ss / n + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] += __fmul_rn(xr[i] * s, w[i]);
+extern "C" __global__ void rms_norm_add(const float *x, const float *__restrict__ w, float *y, int n, float eps) {
+  rms_row<true>(x, w, y, n, eps);
 }
 
 // add_bias: y[i] += bias[i % n] for i < total.

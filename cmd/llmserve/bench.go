@@ -47,7 +47,7 @@ func benchTo(w io.Writer, args []string) error {
 	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
 	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
 	for _, n := range []string{"ctk", "cache-type-k"} {
-		fs.Func(n, "KV cache `type` for keys: f16, q8_0 or f32 (GPU: -ctk f16 -ctv f16 measure the paged f16 pool)", kvTypeFlag(&ec.CacheTypeK))
+		fs.Func(n, "KV cache `type` for keys: f16 (default), q8_0 or f32 (GPU: f16 is the paged f16 pool, -ctk f32 -ctv f32 one f32 region per slot)", kvTypeFlag(&ec.CacheTypeK))
 	}
 	for _, n := range []string{"ctv", "cache-type-v"} {
 		fs.Func(n, "KV cache `type` for values: f16, q8_0 or f32", kvTypeFlag(&ec.CacheTypeV))

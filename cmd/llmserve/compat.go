@@ -74,9 +74,9 @@ func compatFlags() []compatFlag {
 				o.notes = append(o.notes, "--threads-batch: llmserve uses --threads for prompts and generation alike")
 				return nil
 			}},
-		{names: "cache-type-k,ctk", arg: "TYPE", usage: "KV cache type for keys: f16 (default), q8_0 or f32 (CPU; on the GPU an explicit -ctk f16 -ctv f16 selects the paged f16 pool, else one f32 region per slot)",
+		{names: "cache-type-k,ctk", arg: "TYPE", usage: "KV cache type for keys: f16 (default), q8_0 or f32 (GPU: f16 is its paged f16 pool, -ctk f32 -ctv f32 one f32 region per slot; q8_0 on the CPU only)",
 			apply: cacheType(func(o *serveOptions) *decode.KVType { return &o.cacheTypeK })},
-		{names: "cache-type-v,ctv", arg: "TYPE", usage: "KV cache type for values: f16 (default), q8_0 or f32 (CPU; on the GPU an explicit -ctk f16 -ctv f16 selects the paged f16 pool, else one f32 region per slot)",
+		{names: "cache-type-v,ctv", arg: "TYPE", usage: "KV cache type for values: f16 (default), q8_0 or f32 (GPU: f16 is its paged f16 pool, -ctk f32 -ctv f32 one f32 region per slot; q8_0 on the CPU only)",
 			apply: cacheType(func(o *serveOptions) *decode.KVType { return &o.cacheTypeV })},
 		{names: "device,dev", arg: "DEV", usage: "none: the CPU; CUDA0: the GPU (same as --n-gpu-layers 0 and 99)",
 			apply: func(o *serveOptions, v string) error {

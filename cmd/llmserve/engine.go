@@ -56,9 +56,10 @@ type engineConfig struct {
 	// Deterministic keeps a token's logits independent of its batch (GPU:
 	// no tensor-core products).
 	Deterministic bool
-	// The KV cache of the CPU engine (the GPU engine keeps f32, one
-	// region per slot, but for an explicit -ctk f16 -ctv f16: a paged f16
-	// pool): cell types, tokens per block, pool budget in bytes.
+	// The KV cache: cell types, tokens per block, pool budget in bytes.
+	// The GPU engine keeps f16 cells in its paged pool (the default, or
+	// -ctk f16 -ctv f16) or, with -ctk f32 -ctv f32 and for the models the
+	// pool does not take, one f32 region per slot.
 	CacheTypeK, CacheTypeV decode.KVType
 	KVBlock                int
 	KVMemory               int64
@@ -83,7 +84,7 @@ func openEngine(m *model.Model, c engineConfig, warn func(string)) (decode.Engin
 		switch {
 		case err == nil:
 			if _, paged := e.(decode.PagedEngine); !paged && (c.CacheTypeK > decode.KVF32 || c.CacheTypeV > decode.KVF32 || c.KVMemory > 0 || c.KVShare > 0) {
-				warn("the GPU engine keeps an f32 KV cache of one region per slot (-ctk f16 -ctv f16: a paged f16 pool): --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
+				warn("the GPU engine keeps an f32 KV cache of one region per slot here (its paged pool holds f16 cells only, and not every model): --cache-type-k, --cache-type-v and --kv-memory apply to the CPU engine")
 			}
 			desc := "GPU, CUDA graphs on"
 			switch {

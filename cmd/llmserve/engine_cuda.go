@@ -25,10 +25,12 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 		warn(fmt.Sprintf("-tp %d: the tensor-parallel engine is experimental: eager steps of at most 64 tokens, logits gathered on the host", c.TP.Ranks))
 		return e, nil
 	}
-	if c.CacheTypeK == decode.KVF16 && c.CacheTypeV == decode.KVF16 {
-		// -ctk f16 -ctv f16: the paged f16 pool, sized by --kv-block-size
-		// and --kv-memory (bytes, or a share of the memory the weights
-		// leave) as on the CPU.
+	f16 := func(t decode.KVType) bool { return t == decode.KVF16 || t == decode.KVDefault }
+	if f16(c.CacheTypeK) && f16(c.CacheTypeV) {
+		// f16 cells (the default): the paged f16 pool, sized by
+		// --kv-block-size and --kv-memory (bytes, or a share of the memory
+		// the weights leave) as on the CPU; -ctk f32 -ctv f32 keep one f32
+		// region per slot.
 		p := o
 		p.Paged, p.BlockSize, p.KVMemory, p.KVShare = true, c.KVBlock, c.KVMemory, c.KVShare
 		e, err := decode.NewPagedGPUEngine(m, p)
@@ -39,8 +41,11 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 			return nil, err
 		}
 		// A model the pool does not take yet (the executor's
-		// architectures) keeps the GPU with its f32 cache.
-		warn(fmt.Sprintf("the paged f16 KV pool does not take this model (%v): the GPU engine keeps an f32 cache of one region per slot", err))
+		// architectures) keeps the GPU with its f32 cache; said when the
+		// f16 cells were asked for.
+		if c.CacheTypeK == decode.KVF16 || c.CacheTypeV == decode.KVF16 || c.KVMemory > 0 || c.KVShare > 0 {
+			warn(fmt.Sprintf("the paged f16 KV pool does not take this model (%v): the GPU engine keeps an f32 cache of one region per slot", err))
+		}
 	}
 	return decode.NewGPUEngine(m, o)
 }

@@ -61,7 +61,7 @@ for s in $specs; do
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
 		for kv in flat f16; do # decode at depth 8000: the f32 cache, the paged f16 pool
 			[ "$(left)" -gt 30 ] || break
-			timeout 40 "$L" bench -m "$f" -p 8000 -n 32 -B 1 $([ $kv = f16 ] && echo -ctk f16 -ctv f16) > "$log.d8000-$kv" 2>&1
+			timeout 40 "$L" bench -m "$f" -p 8000 -n 32 -B 1 -ctk $([ $kv = f16 ] && echo f16 || echo f32) -ctv $([ $kv = f16 ] && echo f16 || echo f32) > "$log.d8000-$kv" 2>&1
 			grep -E '^(pp|tg)' "$log.d8000-$kv" | sed "s|^|$s depth 8000 $kv: |"
 		done
 	fi

@@ -424,7 +424,7 @@ phase_serve() {
 		budget 60 "bench -p 8000 ($kv)" || continue
 		b="$LOGDIR/serve-bench8000-$kv.txt"
 		if [ $kv = f16 ]; then x "$b" 200 "$L" bench -m "$m8" -p 8000 -n 128 -B 1 -r 2 -ctk f16 -ctv f16
-		else x "$b" 200 "$L" bench -m "$m8" -p 8000 -n 128 -B 1 -r 2; fi
+		else x "$b" 200 "$L" bench -m "$m8" -p 8000 -n 128 -B 1 -r 2 -ctk f32 -ctv f32; fi
 		R[pp8000/$kv]=$(tokps "$b" '^pp8000:') R[tg8000/$kv]=$(tokps "$b" '^tg128 B=1 ')
 	done
 	if lcpp && budget 40 "llama-batched-bench at depth 8000"; then

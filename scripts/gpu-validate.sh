@@ -43,7 +43,7 @@ for phase in $phases; do
 			# products of every tensor-core step (decode batches too) on the
 			# 16-bit tensor cores.
 			for mode in ${BENCH_MODES:-flat paged q16}; do
-				kv=() env=()
+				kv=(-ctk f32 -ctv f32) env=()
 				case $mode in
 				paged) kv=(-ctk f16 -ctv f16) ;;
 				q16) env=(LLMSERVE_MATMUL_Q16=1) ;;

@@ -100,7 +100,7 @@ func benchTo(w io.Writer, args []string) error {
 		return err
 	}
 	defer e.Close()
-	printBenchHeader(w, path, f, desc)
+	printBenchHeader(w, path, f, desc+", KV cache: "+kvCacheDesc(e))
 	if g != nil {
 		masks := "masks cached from run to run"
 		if g.cold {

@@ -51,6 +51,17 @@ func sizeFlag(dst *int64) func(string) error {
 
 // logKVCache logs the KV cache's memory at start-up: per token, per slot
 // at the full context and for the whole pool, when the engine is paged.
+// kvCacheDesc names eng's KV cache for a report: the paged pool's cell
+// types, or one region per slot.
+func kvCacheDesc(eng decode.Engine) string {
+	pe, ok := eng.(decode.PagedEngine)
+	if !ok {
+		return "one f32 region per slot"
+	}
+	l := pe.KVLayout()
+	return fmt.Sprintf("paged pool of %s keys, %s values, %d-token blocks", l.K, l.V, l.BlockSize)
+}
+
 func logKVCache(log zerolog.Logger, eng decode.Engine, ctxSize int) {
 	pe, ok := eng.(decode.PagedEngine)
 	if !ok {

@@ -91,7 +91,7 @@ func TestGPUSupports(t *testing.T) {
 		case c.refuseWhy != "" && (!errors.Is(err, model.ErrUnsupported) || !strings.Contains(err.Error(), c.refuseWhy)):
 			t.Errorf("%s: err = %v, want ErrUnsupported naming %q", c.rel, err, c.refuseWhy)
 		}
-		if w := gpuExecWidth(m); c.refuseWhy == "" && (w > 0) != c.ownBufs {
+		if w := gpuExecWidth(m, false); c.refuseWhy == "" && (w > 0) != c.ownBufs {
 			t.Errorf("%s: executor buffers of %d values per row, want some: %v", c.rel, w, c.ownBufs)
 		}
 	}

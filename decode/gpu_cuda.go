@@ -113,6 +113,15 @@ const gpuMaxStep = 512
 // against 3204).
 const gpuMatMulMin = 16
 
+// ropeParams is the model's rotation for the kernels (neox pairs or not):
+// its heads, frequencies, the factors of the engine's context and
+// LongRoPE's attention factor.
+func (e *GPUEngine) ropeParams(neox bool) kernels.RopeParams {
+	m := e.m
+	return kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: neox, Factors: e.w.ropeFactors,
+		Scale: m.RopeAttnFactor}
+}
+
 // useQ16 says whether a step of rows tokens runs its quantized products on
 // the 16-bit tensor cores (q16Min).
 func (e *GPUEngine) useQ16(rows int) bool { return e.q16Min > 0 && rows >= e.q16Min }
@@ -287,7 +296,7 @@ func (e *GPUEngine) init() error {
 	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
 	// and picks, and the rounded activations of the products.
 	S := e.stepRows
-	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m))
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m, e.opts.MoEGrouped))
 	if err != nil {
 		return err
 	}
@@ -420,8 +429,7 @@ func (e *GPUEngine) init() error {
 	}
 	e.prefill = !e.opts.Deterministic && kernels.PrefillSupports(m.HeadDim)
 	e.hostIn, e.picked = make([]uint32, inWords), make([]int32, M)
-	rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors,
-		Scale: m.RopeAttnFactor}
+	rope := e.ropeParams(m.RopeNeox())
 	for l := range m.Layers {
 		w := &e.w.layers[l]
 		var r *kernels.RopeEpilogue

@@ -39,8 +39,9 @@ type gpuExec struct {
 }
 
 // gpuExecWidth is the f32 values per step row of the executor's own
-// buffers for m (0 for a model the fused layer takes).
-func gpuExecWidth(m *model.Model) int {
+// buffers for m (0 for a model the fused layer takes); grouped counts the
+// scratch of expert mixtures grouped by expert (GPUOptions.MoEGrouped).
+func gpuExecWidth(m *model.Model, grouped bool) int {
 	if gpuFuses(m) == nil {
 		return 0
 	}
@@ -53,7 +54,10 @@ func gpuExecWidth(m *model.Model) int {
 		w += m.BufWidth(model.BufGateUp)
 	}
 	if gpuHasMoE(m) {
-		w += 2*m.Experts + 2*m.Embd + 2*m.ExpertsUsed + gpuMoEGroupWidth(m)
+		w += 2*m.Experts + 2*m.Embd + 2*m.ExpertsUsed
+		if grouped {
+			w += gpuMoEGroupWidth(m)
+		}
 	}
 	return w
 }
@@ -399,9 +403,7 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	} else if rotated {
 		// LongRoPE's attention factor scales the rotated values, in the
 		// rotation's launch.
-		rope := kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: neox, Factors: e.w.ropeFactors,
-			Scale: m.RopeAttnFactor}
-		err = d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: rope})
+		err = d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: e.ropeParams(neox)})
 	} else {
 		err = d.KVStore(e.kv[l], k, v, pos, seq)
 	}
@@ -445,18 +447,21 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
 	d, s, x := e.dev, &e.s, e.exec
 	B, k := in.Rows, st.Used
-	if x.groups != nil && moeGroupedStep(B, e.capturing) { // a step that runs eagerly: grouped by expert
-		return e.execMoEGrouped(st, w, in, out)
-	}
 	probs, route := x.probs.Slice(0, B), x.route.Slice(0, B)
 	if err := e.execMatMul(in, kernels.MatVecSeg{W: w.mats[st.W], Y: probs}); err != nil {
 		return fmt.Errorf("ffn_gate_inp: %w", err)
 	}
 	act := gluAct(st.Act)
-	if 2*B*k <= e.m.Experts && B*k <= s.gate.Rows {
+	grouped := x.groups != nil && moeGroupedStep(B, e.capturing) // a step that runs eagerly: grouped by expert
+	if grouped || (2*B*k <= e.m.Experts && B*k <= s.gate.Rows) {
+		// Each token's picks and their weights, for the products of the
+		// chosen experts only.
 		pick, pw := kernels.DevI32{Ptr: x.pick.Ptr, Len: B * k}, x.pickW.Slice(0, B)
 		if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k, Pick: pick, Weight: pw}); err != nil {
 			return err
+		}
+		if grouped {
+			return e.execMoEGrouped(st, w, in, out, pick, pw)
 		}
 		// One row per (token, pick) in the scratch of the dense path: the
 		// gate and up products gated in one launch, then the down product

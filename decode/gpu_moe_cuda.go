@@ -24,9 +24,9 @@ type gpuMoEGroups struct {
 
 // gpuMoEGroupWidth is the f32 values per step row of gpuMoEGroups for m
 // (expert mixtures only): the grouped input and output rows and the
-// indices. The buffer estimate counts them for every engine of an expert
-// mixture; one whose steps never group (deterministic: steps of at most
-// MaxBucket) allocates none.
+// indices. The buffer estimate counts them for every engine with
+// GPUOptions.MoEGrouped; one whose steps never group (deterministic:
+// steps of at most MaxBucket) allocates none.
 func gpuMoEGroupWidth(m *model.Model) int {
 	return 2*m.ExpertsUsed*m.Embd + 2*m.ExpertsUsed
 }
@@ -55,29 +55,21 @@ func (e *GPUEngine) initMoEGroups() (*gpuMoEGroups, error) {
 }
 
 // execMoEGrouped queues an expert mixture of in (B rows, a step
-// moeGroupedStep takes) into out grouped by expert: the router's logits,
-// the routing on the device (each token's st.Used experts and weights),
+// moeGroupedStep takes) into out grouped by expert, from the routing
+// execMoE queued (pick: each token's st.Used experts, pw: their weights),
 // read back to group the slots by expert on the host (one wait per
 // layer); the slots' input rows gathered in that order, then per expert
 // that any token chose the gate and up products over its rows only (the
 // tensor-core products from matMulMin rows, the matrix-vector kernels
 // below), the GLU and the down product into its grouped output rows; last
 // each token's weighted sum of its picks' rows, as MoECombine sums them.
-func (e *GPUEngine) execMoEGrouped(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
-	d, s, x, g := e.dev, &e.s, e.exec, e.exec.groups
+func (e *GPUEngine) execMoEGrouped(st *model.Step, w *gpuLayer, in, out kernels.DevF32, pick kernels.DevI32, pw kernels.DevF32) error {
+	d, s, g := e.dev, &e.s, e.exec.groups
 	B, k, E := in.Rows, st.Used, e.m.Experts
 	n := B * k
 	if g == nil || k > e.m.ExpertsUsed || n > g.in.Rows || in.Cols != g.in.Cols || out.Rows != B || out.Cols != g.out.Cols {
 		return fmt.Errorf("expert mixture of %d×%d into %d×%d, %d experts per token, grouped: the grouped scratch holds %d slots of %d",
 			B, in.Cols, out.Rows, out.Cols, k, g.slots(), e.m.Embd)
-	}
-	probs, route := x.probs.Slice(0, B), x.route.Slice(0, B)
-	if err := e.execMatMul(in, kernels.MatVecSeg{W: w.mats[st.W], Y: probs}); err != nil {
-		return fmt.Errorf("ffn_gate_inp: %w", err)
-	}
-	pick, pw := kernels.DevI32{Ptr: x.pick.Ptr, Len: n}, x.pickW.Slice(0, B)
-	if err := d.MoERoute(kernels.MoERouteOp{Logits: probs, W: route, Used: k, Pick: pick, Weight: pw}); err != nil {
-		return err
 	}
 	if err := d.Context().ReadAt(pick.Ptr, cuda.AsBytes(g.pick[:n])); err != nil {
 		return fmt.Errorf("expert routing read back: %w", err)

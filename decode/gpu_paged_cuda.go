@@ -23,7 +23,6 @@ type gpuPaged struct {
 	tables *cuda.Buffer        // the device tables, [MaxSeqs][TableCols] int32
 	host   []int32             // [MaxSeqs*TableCols] staging of tables
 	fixed  [][]int32           // [MaxSeqs][BlocksFor(Context)] each slot's own blocks; nil when the pool is smaller
-	rope   kernels.RopeParams  // the rotation of the steps that run it apart from the Q/K/V product
 }
 
 // pagedLayout sizes the pool of opts (GPUOptions.Paged).
@@ -47,9 +46,7 @@ func (e *GPUEngine) initPaged() error {
 	if err != nil {
 		return err
 	}
-	p := &gpuPaged{layout: l, host: make([]int32, d.TableLen()), fixed: fixedTables(l, e.opts.MaxSeqs, e.opts.Context),
-		rope: kernels.RopeParams{Heads: m.Heads, HeadDim: m.HeadDim, Dim: m.RopeDim, Base: m.RopeBase, Neox: m.RopeNeox(), Factors: e.w.ropeFactors,
-			Scale: m.RopeAttnFactor}}
+	p := &gpuPaged{layout: l, host: make([]int32, d.TableLen()), fixed: fixedTables(l, e.opts.MaxSeqs, e.opts.Context)}
 	if p.tables, err = e.alloc("KV block tables", int64(d.TableLen())*4); err != nil {
 		return err
 	}
@@ -91,7 +88,7 @@ func (e *GPUEngine) ropeStore(l int, q, k, v kernels.DevF32) error {
 	w := &e.w.layers[l]
 	return e.dev.RopeStorePaged(kernels.RopeStorePagedOp{Pool: e.paged.pools[l], Q: q, K: k, V: v,
 		QNorm: w.vecs[model.AttnQNorm], KNorm: w.vecs[model.AttnKNorm], Eps: e.m.RMSEps,
-		Pos: kernels.DevI32{Ptr: e.s.pos.Ptr, Len: q.Rows}, Seq: kernels.DevI32{Ptr: e.s.seq.Ptr, Len: q.Rows}, Rope: e.paged.rope})
+		Pos: kernels.DevI32{Ptr: e.s.pos.Ptr, Len: q.Rows}, Seq: kernels.DevI32{Ptr: e.s.seq.Ptr, Len: q.Rows}, Rope: e.ropeParams(e.m.RopeNeox())})
 }
 
 // epilogue is the rotation and cache write of block l's Q/K/V product

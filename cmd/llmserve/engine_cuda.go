@@ -41,11 +41,8 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 			return nil, err
 		}
 		// A model the pool does not take yet (the executor's
-		// architectures) keeps the GPU with its f32 cache; said when the
-		// f16 cells were asked for.
-		if c.CacheTypeK == decode.KVF16 || c.CacheTypeV == decode.KVF16 || c.KVMemory > 0 || c.KVShare > 0 {
-			warn(fmt.Sprintf("the paged f16 KV pool does not take this model (%v): the GPU engine keeps an f32 cache of one region per slot", err))
-		}
+		// architectures) keeps the GPU with its f32 cache (openEngine
+		// says so where the f16 cells or a pool budget were asked for).
 	}
 	return decode.NewGPUEngine(m, o)
 }

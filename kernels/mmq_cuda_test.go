@@ -76,7 +76,7 @@ func TestGPUMatMul(t *testing.T) {
 		{gguf.TypeQ2_K, false}, {gguf.TypeQ3_K, false}, {gguf.TypeQ4_K, false}, {gguf.TypeQ5_K, false},
 		{gguf.TypeQ6_K, false}, {gguf.TypeQ6_K, true},
 	}
-	shapes := [][2]int{{1, 320}, {1, 256}, {33, 768}, {100, 320}, {100, 1280}, {67, 320}, {130, 1088}, {67, 512}, {200, 768}, {2048, 2048}, {8192, 2048}}
+	shapes := [][2]int{{1, 320}, {1, 256}, {128, 64}, {64, 128}, {33, 768}, {100, 320}, {100, 1280}, {67, 320}, {130, 1088}, {67, 512}, {200, 768}, {2048, 2048}, {8192, 2048}}
 	maxB := mmqBatches[len(mmqBatches)-1]
 	for _, k := range kinds {
 		for _, shape := range shapes {

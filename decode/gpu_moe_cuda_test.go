@@ -4,6 +4,7 @@ package decode
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"llmserve/internal/nmse"
@@ -85,12 +86,26 @@ func TestGPUMoEGrouped(t *testing.T) {
 				if err := dense.Forward(&b, dout); err != nil {
 					t.Fatal(err)
 				}
+				vsDense, denseErr, err := nmse.Of(got, dout), nmse.Of(dout, ref), nmse.Of(got, ref)
 				t.Logf("%s: NMSE grouped vs dense %.3g, dense vs the CPU engine %.3g, grouped vs the CPU engine %.3g",
-					name, nmse.Of(got, dout), nmse.Of(dout, ref), nmse.Of(got, ref))
-				if err := nmse.Of(got, ref); !(err <= c.tol) && !routingFlips(t, c.name, got, ref, V, c.tol) {
-					t.Errorf("%s: NMSE %.3g vs the CPU engine exceeds %.0e", name, err, c.tol)
-				} else {
+					name, vsDense, denseErr, err)
+				switch {
+				case strings.HasSuffix(c.name, "-F32") && !(vsDense <= 1e-9):
+					// F32 experts take the same products grouped as dense:
+					// the grouping must not change a bit that matters.
+					t.Errorf("%s: NMSE %.3g grouped vs dense, want ≤ 1e-9 (F32 experts run the same products either way)", name, vsDense)
+				case err <= c.tol || routingFlips(t, c.name, got, ref, V, c.tol):
 					t.Logf("%s: NMSE vs the CPU engine %.3g (tolerance %.0e)", name, err, c.tol)
+				case err <= 1.5*denseErr:
+					// A step of 65 rows or more runs its dense products on
+					// the 16-bit tensor cores and the grouped experts' on
+					// the int8 ones: the CPU engine rounds otherwise, and in
+					// the tiny golden model one expert pick near a tie
+					// changes every later row through attention. The
+					// grouping must add no error of its own beyond that.
+					t.Logf("%s: NMSE vs the CPU engine %.3g over %.0e, as the dense engine's own %.3g", name, err, c.tol, denseErr)
+				default:
+					t.Errorf("%s: NMSE %.3g vs the CPU engine exceeds %.0e and 1.5× the dense engine's %.3g", name, err, c.tol, denseErr)
 				}
 				var one Batch
 				one.Add(toks[n], int32(n), 0, true)

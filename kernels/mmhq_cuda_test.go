@@ -90,14 +90,17 @@ func TestGPUMatMulQ16(t *testing.T) {
 		for _, shape := range shapes {
 			rows, cols := shape[0], shape[1]
 			t.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, cols), func(t *testing.T) {
+				if mmhqKindOf(k.typ, rows, cols, k.wide) == "" {
+					if cols%256 != 0 && (k.wide || k.typ.BlockSize() == 256) {
+						t.Skipf("%s: rows of %d values are no whole 256-value super-blocks", k.name, cols)
+					}
+					t.Fatalf("matMulHalfQ reads no %s matrix of %d×%d", k.name, rows, cols)
+				}
 				rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)+uint64(k.typ)))
 				g := newBuffers(t)
 				data := randomRows(rng, k.typ, rows, cols)
 				w := g.matrix(k.typ, data, rows, cols, k.wide)
 				if !mmhqSupports(w) {
-					if cols%256 != 0 {
-						t.Skipf("%s: rows of %d values are no whole 256-value super-blocks", k.name, cols)
-					}
 					t.Fatalf("matMulHalfQ reads no %s matrix of %d×%d", k.name, rows, cols)
 				}
 				x := randF32(rng, maxB*cols)

@@ -51,14 +51,15 @@ type GPUOptions struct {
 	// tokens (whose sums do not depend on the batch) instead of the
 	// tensor-core products, which sum in another order.
 	Deterministic bool
-	// MoEGrouped runs an expert mixture's steps of more tokens than a
-	// graph holds grouped by expert (execMoEGrouped: the routing read back,
-	// each expert's products over its tokens' rows only) instead of every
-	// expert over every row. Off by default: on the device its test
-	// (TestGPUMoEGrouped) differed from the CPU engine on the golden tiny
-	// mixture at a 65-token prompt, unexplained yet. The environment
-	// variable LLMSERVE_MOE_GROUPED=1 turns it on too.
-	MoEGrouped bool
+	// MoEDense runs an expert mixture's steps of more tokens than a graph
+	// holds with every expert over every row instead of grouped by expert
+	// (execMoEGrouped: the routing read back, each expert's products over
+	// its own tokens' rows only), which is the default: on the device the
+	// grouped path gives the dense one's logits bit for bit with F32
+	// experts and prompts 1.9x as fast on Mixtral-8x7B (TestGPUMoEGrouped,
+	// docs/PERFORMANCE.md). The environment variable LLMSERVE_MOE_GROUPED=0
+	// sets it too.
+	MoEDense bool
 	// Preview also runs what has not yet run on a device: the
 	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
 	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
@@ -206,13 +207,14 @@ type gpuScratch struct {
 }
 
 // previewFromEnv sets opts.Preview where LLMSERVE_GPU_PREVIEW=1 asks for
-// the preview kernels.
+// the preview kernels, and opts.MoEDense where LLMSERVE_MOE_GROUPED=0
+// turns the expert grouping off.
 func previewFromEnv(opts *GPUOptions) {
 	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
 		opts.Preview = true
 	}
-	if os.Getenv("LLMSERVE_MOE_GROUPED") == "1" {
-		opts.MoEGrouped = true
+	if os.Getenv("LLMSERVE_MOE_GROUPED") == "0" {
+		opts.MoEDense = true
 	}
 }
 
@@ -296,7 +298,7 @@ func (e *GPUEngine) init() error {
 	// inputs, gpuMaxBatch rows of logits, output rows, attention partials
 	// and picks, and the rounded activations of the products.
 	S := e.stepRows
-	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m, e.opts.MoEGrouped))
+	rowBytes, err := sizeProduct("buffers", 4, S, 2*m.Embd+2*m.Heads*m.HeadDim+2*kvDim+2*m.FFN+3+gpuExecWidth(m, !e.opts.MoEDense))
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ type gpuExec struct {
 
 // gpuExecWidth is the f32 values per step row of the executor's own
 // buffers for m (0 for a model the fused layer takes); grouped counts the
-// scratch of expert mixtures grouped by expert (GPUOptions.MoEGrouped).
+// scratch of expert mixtures grouped by expert (unless GPUOptions.MoEDense).
 func gpuExecWidth(m *model.Model, grouped bool) int {
 	if gpuFuses(m) == nil {
 		return 0
@@ -105,7 +105,7 @@ func (e *GPUEngine) initExec() error {
 	if pick := f32("chosen experts", moe, m.ExpertsUsed); pick.Ptr != 0 {
 		x.pick = kernels.DevI32{Ptr: pick.Ptr, Len: S * m.ExpertsUsed}
 	}
-	if err == nil && moe && e.opts.MoEGrouped {
+	if err == nil && moe && !e.opts.MoEDense {
 		x.groups, err = e.initMoEGroups()
 	}
 	if err != nil {
@@ -442,8 +442,8 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 // one runs every expert over all B rows, each expert's output added with
 // its weight per token (zero for the tokens that did not choose it).
 // Nothing is read back, so the step replays from a graph. A step of more
-// tokens than a graph holds runs grouped by expert instead with
-// GPUOptions.MoEGrouped (moeGroupedStep, execMoEGrouped).
+// tokens than a graph holds runs grouped by expert instead unless
+// GPUOptions.MoEDense is set (moeGroupedStep, execMoEGrouped).
 func (e *GPUEngine) execMoE(st *model.Step, w *gpuLayer, in, out kernels.DevF32) error {
 	d, s, x := e.dev, &e.s, e.exec
 	B, k := in.Rows, st.Used

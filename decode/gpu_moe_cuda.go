@@ -24,8 +24,8 @@ type gpuMoEGroups struct {
 
 // gpuMoEGroupWidth is the f32 values per step row of gpuMoEGroups for m
 // (expert mixtures only): the grouped input and output rows and the
-// indices. The buffer estimate counts them for every engine with
-// GPUOptions.MoEGrouped; one whose steps never group (deterministic:
+// indices. The buffer estimate counts them for every engine without
+// GPUOptions.MoEDense; one whose steps never group (deterministic:
 // steps of at most MaxBucket) allocates none.
 func gpuMoEGroupWidth(m *model.Model) int {
 	return 2*m.ExpertsUsed*m.Embd + 2*m.ExpertsUsed

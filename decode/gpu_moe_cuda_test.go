@@ -56,7 +56,7 @@ func TestGPUMoEGrouped(t *testing.T) {
 			if layers == 0 {
 				t.Fatal("the model has no expert mixture")
 			}
-			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true, MoEGrouped: true})
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true})
 			if e.exec == nil || e.exec.groups == nil {
 				t.Fatal("the engine has no grouped expert scratch")
 			}
@@ -81,7 +81,7 @@ func TestGPUMoEGrouped(t *testing.T) {
 				// The same step on an engine without the grouping (every
 				// expert over every row): where both differ from the CPU
 				// engine alike, the difference is not the grouping's.
-				dense := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true})
+				dense := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true, MoEDense: true})
 				dout := make([]float32, wanted*V)
 				if err := dense.Forward(&b, dout); err != nil {
 					t.Fatal(err)
@@ -143,7 +143,12 @@ func TestGPUMoEGrouped(t *testing.T) {
 	// A deterministic engine's steps hold at most MaxBucket tokens: no
 	// grouped scratch.
 	m := synthModel(t, "mixtral", "tiny", "Q8_0", false)
-	if e := openGPU(t, m, GPUOptions{Context: 64, Deterministic: true, MoEGrouped: true}); e.exec == nil || e.exec.groups != nil {
+	if e := openGPU(t, m, GPUOptions{Context: 64, Deterministic: true}); e.exec == nil || e.exec.groups != nil {
 		t.Errorf("deterministic engine: executor %v, grouped scratch allocated %v; want an executor without it", e.exec != nil, e.exec != nil && e.exec.groups != nil)
+	}
+	// LLMSERVE_MOE_GROUPED=0 turns the grouping off: no grouped scratch.
+	t.Setenv("LLMSERVE_MOE_GROUPED", "0")
+	if e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 2, Graphs: true}); e.exec == nil || e.exec.groups != nil {
+		t.Errorf("LLMSERVE_MOE_GROUPED=0: executor %v, grouped scratch allocated %v; want an executor without it", e.exec != nil, e.exec != nil && e.exec.groups != nil)
 	}
 }

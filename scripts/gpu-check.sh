@@ -12,8 +12,9 @@
 # of 16 and 64 on the int8 and on the 16-bit tensor-core products
 # (LLMSERVE_MATMUL_Q16=1), the profile of a 64-token step and decode
 # after an 8000-token prompt on the f32 cache and the paged f16 pool; for
-# Mixtral-8x7B also the prompt with its experts grouped by expert
-# (LLMSERVE_MOE_GROUPED=1) and a decode batch of 16. Everything
+# Mixtral-8x7B also the prompt with every expert over every row
+# (LLMSERVE_MOE_GROUPED=0; grouped by expert is the default) and a decode
+# batch of 16. Everything
 # goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
 # $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
 # call stopped at its limit still brings them back; the summary (test
@@ -68,9 +69,9 @@ for s in $specs; do
 		done
 	fi
 	if [ "$s" = mixtral:8x7b ] && [ "$(left)" -gt 50 ]; then
-		# Prompt steps with the experts' rows grouped by expert, and a batch of 16.
-		LLMSERVE_MOE_GROUPED=1 timeout 40 "$L" bench -m "$f" -p 512 -n 16 -B 1 -r 2 > "$log.grouped" 2>&1
-		grep -E '^(pp|tg)' "$log.grouped" | sed "s|^|$s grouped: |"
+		# Prompt steps with every expert over every row, and a batch of 16.
+		LLMSERVE_MOE_GROUPED=0 timeout 40 "$L" bench -m "$f" -p 512 -n 16 -B 1 -r 2 > "$log.dense" 2>&1
+		grep -E '^(pp|tg)' "$log.dense" | sed "s|^|$s dense: |"
 		[ "$(left)" -gt 30 ] && timeout 40 "$L" bench -m "$f" -p 64 -n 32 -B 16 > "$log.b16" 2>&1
 		grep -E '^tg' "$log.b16" | sed "s|^|$s: |"
 	fi

@@ -551,9 +551,17 @@ func (e *GPUEngine) bucket(n int) int {
 	return n
 }
 
-// wide says whether a step of B tokens computes the logits of its wanted
-// rows only (gathered first), not of every row.
+// wide says whether a step of B tokens is over what the matrix-vector
+// kernels and the graphs take (gpuMaxBatch rows).
 func wide(B int) bool { return B > gpuMaxBatch }
+
+// gathered says whether a step of B tokens, nw of them wanting logits,
+// runs the output projection for those rows only (gathered first, eagerly;
+// the wideStep path): every wide step, and a step of more than 8 tokens of
+// which half or fewer want logits (a prompt chunk, say), whose other rows'
+// projections would cost more than the graph saves. Its picks and logits
+// go by rank among the wanted rows.
+func gathered(B, nw int) bool { return wide(B) || (B > 8 && 2*nw <= B) }
 
 // chunk runs at most stepRows tokens (at most gpuMaxBatch wanted) whose
 // wanted rows are numbered from r0: it reads back the picked tokens into
@@ -568,8 +576,11 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 	nw := b.wanted()
 	e.stats.padded(B, n)
 	switch {
-	case wide(B):
+	case gathered(B, nw):
 		e.stats.eagerSteps.Add(1)
+		if s := e.stats.of(B); s != nil {
+			s.eagerSteps.Add(1)
+		}
 		if err := e.wideStep(B, nw); err != nil {
 			return 0, err
 		}
@@ -591,10 +602,10 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 		}
 	}
 	// out maps each wanted row to its row of logits and picks on the
-	// device: its batch row, or its rank among the wanted rows in a wide
-	// step.
+	// device: its batch row, or its rank among the wanted rows in a
+	// gathered step.
 	out := func(i, rank int) int {
-		if wide(B) {
+		if gathered(B, nw) {
 			return rank
 		}
 		return i
@@ -647,13 +658,14 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 
 // writeInputs queues the upload of b's tokens, positions, sequences and
 // picks (wanted rows numbered from r0), padded to its bucket, which it
-// returns. A wide step's picks go by rank among the wanted rows, beside
-// the list of those rows. The masks of masked picks go to the same slots
+// returns. A gathered step's picks go by rank among the wanted rows,
+// beside the list of those rows. The masks of masked picks go to the same slots
 // of the mask region, in one copy over the slots from the first masked
 // row to the last.
 func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 	n := b.Len()
 	B := e.bucket(n)
+	gather := gathered(B, b.wanted())
 	l, M := e.layout, gpuMaxBatch
 	words := 2 * maskWords(e.m.Vocab) // uint32 words of a mask
 	maskLo, maskHi := M, -1           // masked slots
@@ -668,7 +680,7 @@ func (e *GPUEngine) writeInputs(b *Batch, picks []*Pick, r0 int) (int, error) {
 			tok, pos, seq = b.Tokens[i], b.Pos[i], b.Seq[i]
 			if b.Logits[i] {
 				slot := i
-				if wide(B) {
+				if gather {
 					slot = r - r0
 					e.hostIn[l.wanted+slot] = uint32(i)
 				}

@@ -41,7 +41,7 @@ func (e *GPUEngine) ProfileStep(b *Batch) ([]KernelTime, error) {
 		// replay runs it, with no host in between.
 		e.dev.StartProfile(true)
 		g, cerr := e.capture(func() error {
-			if wide(B) {
+			if gathered(B, b.wanted()) {
 				return e.wideStep(B, b.wanted())
 			}
 			return e.step(B)

@@ -182,9 +182,22 @@ func (d *Device) prep(op MatMulsOp, mode int) error {
 	B, cols := op.X.Rows, op.X.Cols
 	kpad := mmqKPad(cols)
 	xq, xd := op.Scratch, op.Scratch.Add(int64(B)*int64(kpad))
-	return d.launch("mmq_prep", cuda.Dim3{X: B}, cuda.Dim3{X: 256}, 0,
+	per := prepPer(mode, kpad/32)
+	return d.launch("mmq_prep", cuda.Dim3{X: ceilDiv(kpad/32, 8*per), Y: B}, cuda.Dim3{X: 256}, 0,
 		cuda.P(op.X.Ptr), cuda.P(op.Up.Ptr), cuda.P(op.Norm.Ptr), cuda.P(xq), cuda.P(xd),
-		cuda.I(cols), cuda.I(kpad), cuda.F(op.Eps), cuda.I(mode))
+		cuda.I(cols), cuda.I(kpad), cuda.F(op.Eps), cuda.I(mode), cuda.I(per))
+}
+
+// prepPer is how many of a row's nblk 32-value blocks each warp of
+// mmq_prep rounds: one (a warp per block, every block of the row at once)
+// except in the norm mode, where each of a row's thread blocks first reads
+// the whole row for its sum of squares, so a row keeps to about eight
+// thread blocks (4096 values: two blocks a warp).
+func prepPer(mode, nblk int) int {
+	if mode != prepNorm {
+		return 1
+	}
+	return max(1, ceilDiv(nblk, 64))
 }
 
 // materialize writes op's input (normalized, or SwiGLU) to op.Temp as f32

@@ -16,13 +16,16 @@ static __device__ __forceinline__ float prep_warp_sum(float v) {
   return v;
 }
 
-// mmq_prep: one block of PREP_THREADS threads per row; each warp rounds
-// 32-value blocks of the row in turn.
+// mmq_prep: grid (ceil(kpad/32 / (8·per)), batch rows), PREP_THREADS
+// threads; each warp rounds per consecutive 32-value blocks of its row
+// (one warp per block of a row, as mmq_quantize, so that a row's blocks are
+// rounded side by side and not in turn). In mode 1 every block of a row
+// first sums the row's squares (the same order in each, so one scale).
 extern "C" __global__ void __launch_bounds__(PREP_THREADS) mmq_prep(const float *__restrict__ x, const float *__restrict__ x2,
                                                                     const float *__restrict__ norm, int8_t *__restrict__ xq,
                                                                     float2 *__restrict__ xd, int cols, int kpad, float eps,
-                                                                    int mode) {
-  const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+                                                                    int mode, int per) {
+  const int b = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const float *xr = x + (size_t)b * cols;
   const float *ur = x2 + (size_t)b * cols;
   float scale = 1.0f;
@@ -37,7 +40,10 @@ extern "C" __global__ void __launch_bounds__(PREP_THREADS) mmq_prep(const float 
     ss = prep_warp_sum(ss);
     scale = rsqrtf(ss / cols + eps);
   }
-  for (int blk = warp; blk < kpad / 32; blk += PREP_THREADS / 32) {
+  const int nblk = kpad / 32, first = (blockIdx.x * (PREP_THREADS / 32) + warp) * per;
+  const int last = min(first + per, nblk);
+#pragma unroll 4
+  for (int blk = first; blk < last; blk++) {
     const int k = blk * 32 + lane;
     float v = 0.0f;
     if (k < cols) {
@@ -58,6 +64,6 @@ extern "C" __global__ void __launch_bounds__(PREP_THREADS) mmq_prep(const float 
     int sum = q;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) xd[(size_t)b * (kpad / 32) + blk] = make_float2(d, d * (float)sum);
+    if (lane == 0) xd[(size_t)b * nblk + blk] = make_float2(d, d * (float)sum);
   }
 }

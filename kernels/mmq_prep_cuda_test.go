@@ -17,13 +17,19 @@ import (
 // int8 tensor-core path, input computed as it is rounded), an F32 one (the
 // matrix-vector path, input written to Temp first) and an F16 one (the
 // 16-bit tensor-core path, from Temp too), for batches that are not tile
-// multiples, with and without accumulation; with X as input the Q8_0
+// multiples and rows of 10 and of 129 blocks of 32 values (mmq_prep's
+// thread blocks cover a row in parts of 8·prepPer blocks: none of them a
+// multiple), with and without accumulation; with X as input the Q8_0
 // product must give MatMul's bits in the tile and split MatMuls chose
 // (mmqProductVariant).
 func TestGPUMatMulsInputs(t *testing.T) {
-	const rows, cols = 100, 320
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF32, gguf.TypeF16} {
-		rng := rand.New(rand.NewPCG(3, uint64(typ)))
+	const rows = 100
+	for _, c := range []struct {
+		typ  gguf.Type
+		cols int
+	}{{gguf.TypeQ8_0, 320}, {gguf.TypeF32, 320}, {gguf.TypeF16, 320}, {gguf.TypeQ8_0, 4128}, {gguf.TypeF16, 4128}} {
+		typ, cols := c.typ, c.cols
+		rng := rand.New(rand.NewPCG(3, uint64(typ)+uint64(cols)))
 		g := newBuffers(t)
 		data := randomRows(rng, typ, rows, cols)
 		w := g.matrix(typ, data, rows, cols, false)
@@ -35,7 +41,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 		for _, B := range []int{1, 7, 65, 130} {
 			for _, mode := range []string{"plain", "norm", "glu"} {
 				for _, acc := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%v/B%d/%s/accumulate=%v", typ, B, mode, acc), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%v/cols%d/B%d/%s/accumulate=%v", typ, cols, B, mode, acc), func(t *testing.T) {
 						x, up, norm, y0 := randF32(rng, B*cols), randF32(rng, B*cols), randF32(rng, cols), randF32(rng, B*rows)
 						in := matMulsInput(mode, x, up, norm, B, cols)
 						want := make([]float64, B*rows)
@@ -88,6 +94,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 		}
 	}
 	t.Run("refused", func(t *testing.T) {
+		const cols = 320
 		g := newBuffers(t)
 		rng := rand.New(rand.NewPCG(5, 6))
 		X, Y := g.f32(make([]float32, cols), 1, cols), g.f32(make([]float32, rows), 1, rows)

@@ -9,9 +9,10 @@
 # kernels of the architectures' ops), then, as each model is written,
 # `llmserve bench -p 512 -n 128 -B 1 -r 2` and the profile of one decode
 # step and one 512-token prompt step; for Llama-3.1-8B also decode batches
-# of 16 and 64 on the int8 and on the 16-bit tensor-core products
-# (LLMSERVE_MATMUL_Q16=1), the profile of a 64-token step and decode
-# after an 8000-token prompt on the f32 cache and the paged f16 pool; for
+# of 16 and 64 (with CHECK_Q16=1 also on the 16-bit tensor-core products,
+# LLMSERVE_MATMUL_Q16=1), the profile of a 64-token step and, with
+# CHECK_DEPTH=1, decode after an 8000-token prompt on the f32 cache and the
+# paged f16 pool; for
 # Mixtral-8x7B also the prompt with every expert over every row
 # (LLMSERVE_MOE_GROUPED=0; grouped by expert is the default) and a decode
 # batch of 16. Everything
@@ -57,12 +58,12 @@ for s in $specs; do
 	grep -E '^(pp|tg)' "$log" | sed "s|^|$s: |"
 	[ "$(left)" -gt 40 ] && timeout 30 "$L" bench -m "$f" -p 512 -n 2 -B 1 --profile > "$LOGDIR/profile-${s/:/-}.txt" 2>&1
 	if [ "$s" = llama:8b ] && [ "$(left)" -gt 60 ]; then
-		for q in default 1; do
+		for q in default ${CHECK_Q16:+1}; do
 			LLMSERVE_MATMUL_Q16=$([ $q = 1 ] && echo 1) timeout 40 "$L" bench -m "$f" -p 64 -n 32 -B 16,64 > "$log.q16-$q" 2>&1
 			grep -E '^(pp|tg)' "$log.q16-$q" | sed "s|^|$s q16=$q: |"
 		done
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
-		for kv in flat f16; do # decode at depth 8000: the f32 cache, the paged f16 pool
+		for kv in ${CHECK_DEPTH:+flat f16}; do # decode at depth 8000: the f32 cache, the paged f16 pool
 			[ "$(left)" -gt 30 ] || break
 			timeout 40 "$L" bench -m "$f" -p 8000 -n 32 -B 1 -ctk $([ $kv = f16 ] && echo f16 || echo f32) -ctv $([ $kv = f16 ] && echo f16 || echo f32) > "$log.d8000-$kv" 2>&1
 			grep -E '^(pp|tg)' "$log.d8000-$kv" | sed "s|^|$s depth 8000 $kv: |"

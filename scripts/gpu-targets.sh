@@ -39,7 +39,10 @@
 # memory has room for the ~42 GB of models), LLMSERVE (a cuda-built llmserve;
 # default: unpacked from .gpu/llmserve.xz to /opt/llmserve-bundle), VOCAB,
 # LLAMA_BIN (default /opt/llama.cpp/build/bin), PORT (default 8090),
-# ARCH_PROMPT (the prompt before arch's tg128, default 512), CALL_BUDGET
+# ARCH_PROMPT (the prompt before arch's tg128, default 512), ARCH_MODELS
+# (arch's new architectures, default "mixtral-8x7b gemma2-9b phi3-mini"),
+# ARCH_BASE (arch's llama regression check, default "llama-1b llama-8b";
+# empty for none), PREP_MODELS (the models prep synthesizes), CALL_BUDGET
 # (seconds the whole call may take, default 560: steps that would pass it
 # are skipped and said so), SKIP (serve steps left out: chat, streams,
 # http64, full64), DRY=1 (print the commands, run nothing; works without a
@@ -297,9 +300,10 @@ phase_prep() {
 phase_arch() {
 	say "== arch: issue 19, batch-1 decode, Q4_K_M synth models ($(date -u +%H:%M:%S))"
 	quiet 300
-	need mixtral-8x7b gemma2-9b phi3-mini llama-1b llama-8b
 	local n f v lv pp lpp
-	for n in mixtral-8x7b gemma2-9b phi3-mini; do
+	# shellcheck disable=SC2086
+	need ${ARCH_MODELS:-mixtral-8x7b gemma2-9b phi3-mini} ${ARCH_BASE-llama-1b llama-8b}
+	for n in ${ARCH_MODELS:-mixtral-8x7b gemma2-9b phi3-mini}; do
 		have "$n" || [ "$DRY" != 0 ] || { say "$(row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "" "" "no model (see targets-notes.txt)")"; continue; }
 		budget 100 "arch $n" || continue
 		f=$(model "$n")
@@ -313,7 +317,7 @@ phase_arch() {
 		say "$(row "issue 19: $n Q4_K_M tg128 B=1 tok/s" "$(fmt "$v" 1)" "$(fmt "$lv" 1)" ">= 2x llama.cpp = $(fmt "$(calc '2*a' a="$lv")")")"
 		say "$(row "issue 19: $n Q4_K_M pp$ARCH_PROMPT tok/s (llama.cpp: pp512)" "$(fmt "$pp")" "$(fmt "$lpp")" "-")"
 	done
-	for n in llama-1b llama-8b; do
+	for n in ${ARCH_BASE-llama-1b llama-8b}; do
 		budget 45 "arch $n" || continue
 		f=$(model "$n")
 		x "$LOGDIR/arch-$n.txt" 120 "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 3

@@ -12,12 +12,13 @@
 #   bash scripts/llama-build.sh            start the build (returns at once)
 #   bash scripts/llama-build.sh --wait [S] start it if needed, wait up to S seconds
 #                                          (default 540), print the log's tail;
-#                                          exit 0 when the three programs are built
+#                                          exit 0 when the programs (LLAMA_BINS) are built
 #   bash scripts/llama-build.sh --status   say where it stands (exit 0: built)
 #   bash scripts/llama-build.sh --configure  run only cmake's configure, in the
 #                                          foreground (a check where no GPU is)
 # DRY=1 prints the commands instead of running them. JOBS (default: cores - 2,
-# at least 1) is the build's parallelism.
+# at least 1) is the build's parallelism; LLAMA_BINS (default "llama-bench
+# llama-batched-bench llama-server") the programs built.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 TGZ=${LLAMA_TGZ:-$root/.gpu-llama/llama.cpp.tgz}
@@ -28,7 +29,8 @@ cores=$(nproc 2>/dev/null || echo 4)
 JOBS=${JOBS:-$(( cores > 3 ? cores - 2 : 1 ))}
 mode=${1:-start}
 wait_s=${2:-540}
-bins=(llama-bench llama-batched-bench llama-server)
+# shellcheck disable=SC2206
+bins=(${LLAMA_BINS:-llama-bench llama-batched-bench llama-server})
 CMAKE_ARGS=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release)
 
 built() { for b in "${bins[@]}"; do [ -x "$DIR/build/bin/$b" ] || return 1; done; }

@@ -17,7 +17,7 @@ import (
 // int8 tensor-core path, input computed as it is rounded), an F32 one (the
 // matrix-vector path, input written to Temp first) and an F16 one (the
 // 16-bit tensor-core path, from Temp too), for batches that are not tile
-// multiples and rows of 10 and of 129 blocks of 32 values (mmq_prep's
+// multiples and rows of 10 and of 130 blocks of 32 values (mmq_prep's
 // thread blocks cover a row in parts of 8·prepPer blocks: none of them a
 // multiple), with and without accumulation; with X as input the Q8_0
 // product must give MatMul's bits in the tile and split MatMuls chose
@@ -27,7 +27,7 @@ func TestGPUMatMulsInputs(t *testing.T) {
 	for _, c := range []struct {
 		typ  gguf.Type
 		cols int
-	}{{gguf.TypeQ8_0, 320}, {gguf.TypeF32, 320}, {gguf.TypeF16, 320}, {gguf.TypeQ8_0, 4128}, {gguf.TypeF16, 4128}} {
+	}{{gguf.TypeQ8_0, 320}, {gguf.TypeF32, 320}, {gguf.TypeF16, 320}, {gguf.TypeQ8_0, 4160}, {gguf.TypeF16, 4160}} {
 		typ, cols := c.typ, c.cols
 		rng := rand.New(rand.NewPCG(3, uint64(typ)+uint64(cols)))
 		g := newBuffers(t)

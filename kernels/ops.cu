@@ -23,13 +23,43 @@ static __device__ __forceinline__ float block_sum(float v) {
 
 // rms_row normalizes row blockIdx.x of x (n values): out[i] = x[i] /
 // sqrt(mean(x²) + eps) * w[i], or with ADD out[i] += that (rounded before
-// the add, as a norm into a buffer then an add would round it).
+// the add, as a norm into a buffer then an add would round it). A row of
+// at most RMS_HOLD values a thread (normThreads sizes the block so) is read
+// once into registers, all of a thread's loads in flight together; a longer
+// one is read twice. Both sum a thread's squares in the same order.
+#define RMS_HOLD 4
 template <bool ADD>
 static __device__ __forceinline__ void rms_row(const float *x, const float *__restrict__ w, float *out, int n,
                                                float eps) {
   const float *xr = x + (size_t)blockIdx.x * n;
   float *o = out + (size_t)blockIdx.x * n;
   float ss = 0.f;
+  if (n <= RMS_HOLD * (int)blockDim.x) {
+    float v[RMS_HOLD];
+#pragma unroll
+    for (int r = 0; r < RMS_HOLD; r++) {
+      const int i = threadIdx.x + r * blockDim.x;
+      v[r] = i < n ? xr[i] : 0.f;
+    }
+#pragma unroll
+    for (int r = 0; r < RMS_HOLD; r++) {
+      if (threadIdx.x + r * blockDim.x < n) ss += v[r] * v[r];
+    }
+    ss = block_sum(ss);
+    const float s = rsqrtf(ss / n + eps);
+#pragma unroll
+    for (int r = 0; r < RMS_HOLD; r++) {
+      const int i = threadIdx.x + r * blockDim.x;
+      if (i < n) {
+        if constexpr (ADD) {
+          o[i] += __fmul_rn(v[r] * s, w[i]);
+        } else {
+          o[i] = v[r] * s * w[i];
+        }
+      }
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
   ss = block_sum(ss);
   const float s = rsqrtf(ss / n + eps);

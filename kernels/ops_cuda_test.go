@@ -13,8 +13,12 @@ import (
 	"llmserve/internal/cuda"
 )
 
+// TestCUDARMSNorm checks rms_norm against the f64 norm and rms_norm_add
+// against rms_norm then add, bit for bit, for rows that each thread holds
+// in registers (up to 4096 values, 3584 Gemma-2-9B's) and longer rows read
+// twice (4097, 6000).
 func TestCUDARMSNorm(t *testing.T) {
-	for _, n := range []int{8, 64, 200, 4096} {
+	for _, n := range []int{8, 64, 200, 3584, 4096, 4097, 6000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(2, uint64(n)))
 			g := newBuffers(t)

@@ -61,6 +61,17 @@ func (d *Device) KVStore(c DevKVCache, k, v DevF32, pos, seq DevI32) error {
 // size only, so a captured graph stays valid as sequences grow.
 func attentionSplits(c DevKVCache) int { return min(max(c.Ctx/16, 1), 64) }
 
+// splitsFor is the split count a launch of attention over c uses, where
+// each split of one token is perBlock blocks (its KV heads, or query heads):
+// attentionSplits, but no more than it takes for a token's blocks to fill
+// the multiprocessors about four times over. A model of 32 KV heads
+// (Phi-3.5-mini) then runs 17 splits, not 64, so a step at a short depth
+// launches and merges a quarter of the empty ranges; one of 8 (Llama 8B)
+// keeps 64. AttentionScratch, sized by attentionSplits, holds either.
+func (d *Device) splitsFor(c DevKVCache, perBlock int) int {
+	return min(attentionSplits(c), max(1, ceilDiv(4*d.ctx.Multiprocessors(), perBlock)))
+}
+
 // attentionSlots is the (head, dimension) slots per thread of
 // attention_part_<S> for n of them in a block of 128 threads.
 func attentionSlots(n int) int {
@@ -110,7 +121,7 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
 	}
-	splits := attentionSplits(c)
+	splits := d.splitsFor(c, c.KVHeads)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	group := heads / c.KVHeads
 	tile := attentionTile(c.HeadDim, group)

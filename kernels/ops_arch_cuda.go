@@ -203,7 +203,7 @@ func (d *Device) AttentionArch(op AttentionArchOp) error {
 	if need := AttentionScratch(c, q.Rows, op.Heads); op.Scratch.Len() < need {
 		return fmt.Errorf("kernels: attention_arch: scratch of %d floats, need %d", op.Scratch.Len(), need)
 	}
-	splits := attentionSplits(c)
+	splits := d.splitsFor(c, op.Heads)
 	if err := d.launch("attention_arch_part", cuda.Dim3{X: q.Rows, Y: op.Heads, Z: splits}, cuda.Dim3{X: 128}, 0,
 		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
 		cuda.I(op.Heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(op.Scale), cuda.F(op.Cap), cuda.I(op.Window)); err != nil {

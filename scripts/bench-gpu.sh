@@ -13,7 +13,7 @@
 #   - batch-1 generation (tg128) tok/s with CUDA graphs on and off,
 #   - aggregate generation tok/s for B sequences decoding together,
 #   - prompt processing (pp512) tok/s,
-# each beside the weight-streaming roofline (steps/s <= 4255 GB/s / bytes of
+# each beside the weight-streaming roofline (steps/s <= 4255 GB/s, the H200, / bytes of
 # weights read per step, from `llmserve inspect`; times the tokens per step:
 # B for decoding, 64 for a prompt, which runs in chunks of 64) and beside
 # llama.cpp's figure on the same H200 (../shared/CUDA.md), plus the wall

@@ -333,7 +333,7 @@ func printBench(w io.Writer, f *gguf.File, r benchResult, withPrefill bool) {
 	}
 	if r.gen > 0 {
 		steps := float64(r.gen) / r.decode.Seconds()
-		fmt.Fprintf(w, "tg%d B=%-3d  %9.1f tok/s  (%.1f steps/s, %.1f GB/s of weights; roofline at 4255 GB/s: %.0f steps/s)\n",
+		fmt.Fprintf(w, "tg%d B=%-3d  %9.1f tok/s  (%.1f steps/s, %.1f GB/s of weights; roofline at 4255 GB/s (H200): %.0f steps/s)\n",
 			r.gen, r.batch, steps*float64(r.batch), steps, steps*weights/1e9, 4255e9/weights)
 	}
 }

@@ -89,7 +89,7 @@ func inspect(w io.Writer, f *gguf.File, path string, allKV bool) (err error) {
 	for _, t := range types {
 		fmt.Fprintf(w, ", %s %s", t, human(byType[t]))
 	}
-	fmt.Fprintf(w, "\nweights read per generated token: %s (%d bytes); roofline at 4255 GB/s: %.0f tok/s\n",
+	fmt.Fprintf(w, "\nweights read per generated token: %s (%d bytes); roofline at 4255 GB/s (H200): %.0f tok/s\n",
 		human(perToken), perToken, 4255e9/float64(max(perToken, 1)))
 	return nil
 }
@@ -102,7 +102,29 @@ func readPerToken(f *gguf.File, t *gguf.TensorInfo) int64 {
 			return t.Size / max(t.Rows(), 1)
 		}
 	}
+	if strings.Contains(t.Name, "_exps.") {
+		// A token reads only its chosen experts' slices of an expert
+		// mixture's 3-D tensors.
+		if n, k := expertCounts(f); n > 0 && k > 0 && k <= n {
+			return t.Size / int64(n) * int64(k)
+		}
+	}
 	return t.Size
+}
+
+// expertCounts is the expert mixture's expert count and the experts each
+// token uses, from the architecture's metadata (0, 0 without a mixture).
+func expertCounts(f *gguf.File) (n, k int) {
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return 0, 0
+	}
+	nn, err1 := f.Int64(arch + ".expert_count")
+	kk, err2 := f.Int64(arch + ".expert_used_count")
+	if err1 != nil || err2 != nil || nn <= 0 || kk <= 0 || nn > 1<<16 {
+		return 0, 0
+	}
+	return int(nn), int(kk)
 }
 
 func printTokenizer(w io.Writer, f *gguf.File) {

@@ -107,3 +107,41 @@ func writeTinyModel(t *testing.T, edit func(r *synth.Raw)) string {
 	}
 	return path
 }
+
+// TestWeightsPerTokenExperts checks that a token of an expert mixture is
+// counted as reading only its chosen experts' share of the 3-D expert
+// tensors (golden-arch's tiny Mixtral-style model), every other tensor
+// whole.
+func TestWeightsPerTokenExperts(t *testing.T) {
+	f, err := gguf.Open(shared.Path(t, "golden-arch/tiny-mixtral-F32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, k := expertCounts(f)
+	if n < 2 || k < 1 || k >= n {
+		t.Fatalf("expert counts %d, %d: want a mixture that uses fewer experts than it has", n, k)
+	}
+	var all, sizes, experts int64
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		all += readPerToken(f, ti)
+		sizes += ti.Size
+		if strings.Contains(ti.Name, "_exps.") {
+			experts += ti.Size
+			if got, want := readPerToken(f, ti), ti.Size/int64(n)*int64(k); got != want {
+				t.Errorf("%s: %d bytes a token, want %d (%d of %d experts)", ti.Name, got, want, k, n)
+			}
+		}
+	}
+	if experts == 0 {
+		t.Fatal("no expert tensors (*_exps.*) in the model")
+	}
+	if got := weightsPerToken(f); got != all {
+		t.Errorf("weightsPerToken %d, want the tensors' sum %d", got, all)
+	}
+	// The unchosen experts' bytes at least are not read by a token.
+	if unread := experts - experts/int64(n)*int64(k); all > sizes-unread {
+		t.Errorf("%d bytes a token of %d in the tensors: want at most %d (the %d of %d unchosen experts' %d bytes left out)", all, sizes, sizes-unread, n-k, n, unread)
+	}
+}

@@ -206,10 +206,10 @@ type gpuScratch struct {
 	masks     cuda.DevPtr    // [gpuMaxBatch][maskWords(Vocab)] uint64 masks, 8-byte aligned
 }
 
-// previewFromEnv sets opts.Preview where LLMSERVE_GPU_PREVIEW=1 asks for
+// optionsFromEnv sets opts.Preview where LLMSERVE_GPU_PREVIEW=1 asks for
 // the preview kernels, and opts.MoEDense where LLMSERVE_MOE_GROUPED=0
 // turns the expert grouping off.
-func previewFromEnv(opts *GPUOptions) {
+func optionsFromEnv(opts *GPUOptions) {
 	if os.Getenv("LLMSERVE_GPU_PREVIEW") == "1" {
 		opts.Preview = true
 	}
@@ -226,7 +226,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if opts.MaxSeqs <= 0 {
 		opts.MaxSeqs = 1
 	}
-	previewFromEnv(&opts)
+	optionsFromEnv(&opts)
 	if os.Getenv("LLMSERVE_GRAPH_CHECK") == "1" {
 		opts.GraphCheck = true
 	}
@@ -575,12 +575,10 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 	}
 	nw := b.wanted()
 	e.stats.padded(B, n)
+	gather := gathered(B, nw)
 	switch {
-	case gathered(B, nw):
-		e.stats.eagerSteps.Add(1)
-		if s := e.stats.of(B); s != nil {
-			s.eagerSteps.Add(1)
-		}
+	case gather:
+		e.countEager(B)
 		if err := e.wideStep(B, nw); err != nil {
 			return 0, err
 		}
@@ -605,7 +603,7 @@ func (e *GPUEngine) chunk(b *Batch, picks []*Pick, toks []int32, logits []float3
 	// device: its batch row, or its rank among the wanted rows in a
 	// gathered step.
 	out := func(i, rank int) int {
-		if gathered(B, nw) {
+		if gather {
 			return rank
 		}
 		return i
@@ -753,9 +751,15 @@ func devicePick(p *Pick) kernels.Pick {
 
 // eagerStep launches the kernels of a step of B tokens one by one.
 func (e *GPUEngine) eagerStep(B int) error {
+	e.countEager(B)
+	return e.step(B)
+}
+
+// countEager counts a step of B tokens run by eager launches, in the
+// totals and in its bucket's figures.
+func (e *GPUEngine) countEager(B int) {
 	e.stats.eagerSteps.Add(1)
 	if s := e.stats.of(B); s != nil {
 		s.eagerSteps.Add(1)
 	}
-	return e.step(B)
 }

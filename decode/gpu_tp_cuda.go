@@ -54,7 +54,7 @@ type tpRank struct {
 // NewTPGPUEngine splits m over opts.Ranks GPUs and joins them in one NCCL
 // communicator.
 func NewTPGPUEngine(m *model.Model, opts TPGPUOptions) (*TPGPUEngine, error) {
-	previewFromEnv(&opts.GPUOptions)
+	optionsFromEnv(&opts.GPUOptions)
 	if !opts.Preview {
 		return nil, fmt.Errorf("decode: cuda: %d-way tensor parallelism: %w (it has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it)", opts.Ranks, model.ErrUnsupported)
 	}

@@ -4,7 +4,6 @@ package decode
 
 import (
 	"fmt"
-	"math"
 
 	"llmserve/kernels"
 	"llmserve/model"
@@ -414,18 +413,12 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	if window >= e.opts.Context {
 		window = 0 // every position of the cache is within it
 	}
-	plain := st.Cap == 0 && window == 0 && st.Scale == float32(1/math.Sqrt(float64(m.HeadDim)))
 	for lo := 0; lo < B; lo += gpuMaxBatch {
 		n := min(gpuMaxBatch, B-lo)
 		p := kernels.DevI32{Ptr: s.pos.Ptr.Add(4 * int64(lo)), Len: n}
 		sq := kernels.DevI32{Ptr: s.seq.Ptr.Add(4 * int64(lo)), Len: n}
-		qs, att := s.q.Slice(lo, lo+n), s.att.Slice(lo, lo+n)
-		if plain {
-			err = d.Attention(e.kv[l], qs, att, m.Heads, p, sq, s.attPart)
-		} else {
-			err = d.AttentionArch(kernels.AttentionArchOp{Cache: e.kv[l], Q: qs, Out: att, Heads: m.Heads, Pos: p, Seq: sq,
-				Scratch: s.attPart, Scale: st.Scale, Cap: st.Cap, Window: window})
-		}
+		err = d.AttentionArch(kernels.AttentionArchOp{Cache: e.kv[l], Q: s.q.Slice(lo, lo+n), Out: s.att.Slice(lo, lo+n), Heads: m.Heads,
+			Pos: p, Seq: sq, Scratch: s.attPart, Scale: st.Scale, Cap: st.Cap, Window: window})
 		if err != nil {
 			return err
 		}

@@ -118,19 +118,27 @@ func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI
 	if err := checkAttention("attention", c.KVHeads, c.HeadDim, q, out, heads, pos, seq); err != nil {
 		return err
 	}
+	return d.attention("attention", c, q, out, heads, pos, seq, scratch, float32(1/math.Sqrt(float64(c.HeadDim))), 0, 0)
+}
+
+// attention launches attention_part_<S> over c, a score being q·k·scale,
+// soft-capped at cap when cap > 0, over the last window positions up to a
+// token's own when window > 0 (every position when 0), then merges the
+// splits; op names the caller in errors.
+func (d *Device) attention(op string, c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32, scale, cap float32, window int) error {
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
-		return fmt.Errorf("kernels: attention: scratch of %d floats, need %d", scratch.Len(), need)
+		return fmt.Errorf("kernels: %s: scratch of %d floats, need %d", op, scratch.Len(), need)
 	}
 	splits := d.splitsFor(c, c.KVHeads)
-	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	group := heads / c.KVHeads
 	tile := attentionTile(c.HeadDim, group)
 	if err := d.launch("attention_part_"+strconv.Itoa(attentionSlots(group*c.HeadDim)), cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, attentionShared(tile, c.HeadDim, group),
 		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale), cuda.I(tile)); err != nil {
+		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale), cuda.I(tile),
+		cuda.F(cap), cuda.I(window), cuda.I(attentionMinPer)); err != nil {
 		return err
 	}
-	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs)
+	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs, window)
 }
 
 // checkAttention checks the operands of an attention (op) over a cache of
@@ -149,10 +157,10 @@ func checkAttention(op string, kvHeads, headDim int, q, out DevF32, heads int, p
 // partial results in scratch (attention_part's or attention_part_pf16's
 // layout) into out (B × heads*headDim), zeros for tokens whose seq and pos
 // fall outside maxSeqs × ctx.
-func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs int) error {
+func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs, window int) error {
 	return d.launch("attention_merge", cuda.Dim3{X: out.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(headDim, 32)}, 0,
 		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(headDim),
-		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs))
+		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs), cuda.I(window), cuda.I(attentionMinPer))
 }
 
 // RopeStoreOp prepares a step's queries and keys for Attention: each head

@@ -19,9 +19,9 @@ func TestKVStoreAttention(t *testing.T) {
 		{2, 1, 256, 70},
 		{3, 1, 80, 33},
 		{16, 4, 128, 2048},
-		{8, 1, 64, 8192},  // 8 heads per KV head; 128 positions per split: four tiles of 32
-		{14, 2, 128, 600}, // 7 heads per KV head: 8 slots per thread
-		{8, 1, 256, 100},  // 16 slots per thread; tiles of 16 positions (shared memory), two per split
+		{8, 1, 64, 8192},   // 8 heads per KV head; 128 positions per split: four tiles of 32
+		{14, 2, 128, 600},  // 7 heads per KV head: 8 slots per thread
+		{8, 1, 256, 100},   // 16 slots per thread; tiles of 16 positions (shared memory), two per split
 		{32, 32, 96, 1500}, // Phi-3.5-mini's heads: fewer splits than attentionSplits (splitsFor)
 	}
 	for _, c := range cases {

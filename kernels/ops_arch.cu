@@ -3,17 +3,14 @@
 // feed-forward with SiLU or GELU (tanh) over plain or strided inputs,
 // scale, soft-cap, column copy (the split of a fused product), the expert
 // mixture's routing, its products for the chosen experts only, its
-// weighted sums and the gather and sum of its rows grouped by expert, and
-// attention with any logit scale,
-// soft-capped logits and a sliding window. None is launched to overlap the
+// weighted sums and the gather and sum of its rows grouped by expert
+// (attention with a logit scale, soft-capping and a sliding window is
+// attention.cu's attention_part). None is launched to overlap the
 // kernel ahead (none calls grid_wait), so each starts once that kernel has
 // finished.
 #include "act.cuh"
 #include "fused.cuh"
 
-#define ARCH_ATT_THREADS 128
-#define ARCH_ATT_TILE 32    // positions per tile: one per lane of the softmax warp
-#define ARCH_MAX_HEAD 256   // MaxHeadDim in attention_cuda.go
 #define ARCH_MOE_MAXK 32    // MaxExpertsUsed in ops_arch_cuda.go
 
 // glu_act: out[r, c] = act(g[r*gStride + c]) * u[r*uStride + c] for r <
@@ -190,100 +187,6 @@ extern "C" __global__ void moe_accum(float *__restrict__ acc, const float *__res
   const float wt = w[(size_t)r * E + e];
   const float v = wt != 0.f ? wt * y[i] : 0.f;
   acc[i] = init ? v : acc[i] + v;
-}
-
-// attention_arch_part: for token b, query head h and split s, the
-// online-softmax partial result over the s-th of gridDim.z equal ranges of
-// the positions token b sees: first..pos[b] of sequence seq[b], first =
-// max(0, pos[b]+1-window) with a window, else 0. A score is
-// q·k·scale, then cap·tanh(score/cap) when cap > 0. The result goes to
-// part in attention_part's layout (attention.cu), which attention_merge
-// reads: part[((b*heads + h)*splits + s)*(headDim + 2) + ...] = acc[0..headDim),
-// m, l; an empty range, or a padding token, leaves acc 0, m -inf, l 0.
-// Grid (B, heads, splits), ARCH_ATT_THREADS threads, headDim ≤
-// ARCH_MAX_HEAD.
-//
-// The range is walked in tiles of 32 positions: each warp computes the
-// scores of every fourth position of a tile (lanes over the dimensions),
-// warp 0 turns the tile's scores into weights and rescales the running
-// sums, and each thread accumulates weights times V for its dimensions
-// (tid and tid + 128).
-extern "C" __global__ void __launch_bounds__(ARCH_ATT_THREADS)
-    attention_arch_part(const float *__restrict__ q, const float *__restrict__ kc, const float *__restrict__ vc,
-                        float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq,
-                        int heads, int kvHeads, int headDim, int ctx, int maxSeqs, float scale, float cap,
-                        int window) {
-  __shared__ float qs[ARCH_MAX_HEAD];
-  __shared__ float sc[ARCH_ATT_TILE];
-  __shared__ float mS, lS, corrS;
-  const int b = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, warps = ARCH_ATT_THREADS / 32;
-  const int G = heads / kvHeads, kvh = h / G, kvdim = kvHeads * headDim;
-  const int s = seq[b], p = pos[b];
-  int t0 = 0, t1 = 0; // positions [t0, t1) of this split
-  if (s >= 0 && s < maxSeqs && p >= 0 && p < ctx) {
-    const int first = window > 0 ? max(0, p + 1 - window) : 0;
-    const int n = p + 1 - first, per = (n + splits - 1) / splits;
-    t0 = first + min(split * per, n);
-    t1 = first + min(split * per + per, n);
-  }
-  const float *K = kc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
-  const float *V = vc + (size_t)max(s, 0) * ctx * kvdim + (size_t)kvh * headDim;
-  const float *qh = q + ((size_t)b * heads + h) * headDim;
-  for (int i = tid; i < headDim; i += ARCH_ATT_THREADS) qs[i] = qh[i] * scale;
-  if (tid == 0) mS = -INFINITY, lS = 0.f;
-  float acc[ARCH_MAX_HEAD / ARCH_ATT_THREADS];
-#pragma unroll
-  for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) acc[k] = 0.f;
-  __syncthreads();
-  for (int tt = t0; tt < t1; tt += ARCH_ATT_TILE) {
-    const int n = min(ARCH_ATT_TILE, t1 - tt);
-    for (int j = warp; j < n; j += warps) {
-      const float *kr = K + (size_t)(tt + j) * kvdim;
-      float d = 0.f;
-      for (int i = lane; i < headDim; i += 32) d += qs[i] * kr[i];
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) d += __shfl_xor_sync(0xffffffffu, d, off);
-      if (cap > 0.f) d = cap * tanhf(d / cap);
-      if (lane == 0) sc[j] = d;
-    }
-    __syncthreads();
-    if (warp == 0) {
-      const float v = lane < n ? sc[lane] : -INFINITY;
-      float m = v;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-      const float mOld = mS, mNew = fmaxf(mOld, m);
-      const float e = lane < n ? expf(v - mNew) : 0.f;
-      float sum = e;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      if (lane < n) sc[lane] = e;
-      if (lane == 0) {
-        const float corr = mOld == -INFINITY ? 0.f : expf(mOld - mNew);
-        corrS = corr, lS = lS * corr + sum, mS = mNew;
-      }
-    }
-    __syncthreads();
-    const float corr = corrS;
-#pragma unroll
-    for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) {
-      const int d = tid + k * ARCH_ATT_THREADS;
-      if (d < headDim) {
-        float a = acc[k] * corr;
-        for (int j = 0; j < n; j++) a += sc[j] * V[(size_t)(tt + j) * kvdim + d];
-        acc[k] = a;
-      }
-    }
-    __syncthreads();
-  }
-  float *o = part + (((size_t)b * heads + h) * splits + split) * (headDim + 2);
-#pragma unroll
-  for (int k = 0; k < ARCH_MAX_HEAD / ARCH_ATT_THREADS; k++) {
-    const int d = tid + k * ARCH_ATT_THREADS;
-    if (d < headDim) o[d] = acc[k];
-  }
-  if (tid == 0) o[headDim] = mS, o[headDim + 1] = lS;
 }
 
 // moe_gather: out[r, c] = x[(order[r] / k) * cols + c] for r < n, c <

@@ -111,7 +111,7 @@ func (d *Device) CopyCols(src DevF32, off int, dst DevF32) error {
 
 // opsArchKernels lists the kernels of ops_arch.cu.
 func opsArchKernels() []string {
-	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "attention_arch_part", "moe_gather", "moe_combine_rows"}
+	names := []string{"glu_act", "scale_f32", "softcap_f32", "copy_cols", "moe_route", "moe_accum", "moe_combine", "moe_gather", "moe_combine_rows"}
 	for _, t := range matvecTypes {
 		names = append(names, "moe_matvec_"+t.String())
 	}
@@ -188,30 +188,20 @@ type AttentionArchOp struct {
 	Window   int
 }
 
-// AttentionArch runs op: attention_arch_part per (token, head, split),
-// then attention.cu's attention_merge.
+// AttentionArch runs op: attention_part (attention.cu) per (token, KV
+// head, split) with op's scale, soft-cap and window, then attention_merge.
 func (d *Device) AttentionArch(op AttentionArchOp) error {
 	c, q := op.Cache, op.Q
 	if err := c.check("attention_arch"); err != nil {
 		return err
 	}
-	if op.Heads < 1 || op.Heads%c.KVHeads != 0 || q.Cols != op.Heads*c.HeadDim || op.Out.Rows != q.Rows || op.Out.Cols != q.Cols ||
-		op.Pos.Len != q.Rows || op.Seq.Len != q.Rows || q.Rows < 1 || op.Window < 0 || op.Cap < 0 || math.IsNaN(float64(op.Scale)) {
-		return fmt.Errorf("kernels: attention_arch: q %d×%d, out %d×%d, %d heads over %d KV heads of %d, %d positions, %d seqs, window %d, cap %g",
-			q.Rows, q.Cols, op.Out.Rows, op.Out.Cols, op.Heads, c.KVHeads, c.HeadDim, op.Pos.Len, op.Seq.Len, op.Window, op.Cap)
-	}
-	if need := AttentionScratch(c, q.Rows, op.Heads); op.Scratch.Len() < need {
-		return fmt.Errorf("kernels: attention_arch: scratch of %d floats, need %d", op.Scratch.Len(), need)
-	}
-	splits := d.splitsFor(c, op.Heads)
-	if err := d.launch("attention_arch_part", cuda.Dim3{X: q.Rows, Y: op.Heads, Z: splits}, cuda.Dim3{X: 128}, 0,
-		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
-		cuda.I(op.Heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(op.Scale), cuda.F(op.Cap), cuda.I(op.Window)); err != nil {
+	if err := checkAttention("attention_arch", c.KVHeads, c.HeadDim, q, op.Out, op.Heads, op.Pos, op.Seq); err != nil {
 		return err
 	}
-	return d.launch("attention_merge", cuda.Dim3{X: q.Rows, Y: op.Heads}, cuda.Dim3{X: 32 * ceilDiv(c.HeadDim, 32)}, 0,
-		cuda.P(op.Scratch.Ptr), cuda.P(op.Out.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr), cuda.I(op.Heads), cuda.I(c.HeadDim),
-		cuda.I(splits), cuda.I(c.Ctx), cuda.I(c.MaxSeqs))
+	if op.Window < 0 || op.Cap < 0 || math.IsNaN(float64(op.Scale)) || math.IsNaN(float64(op.Cap)) {
+		return fmt.Errorf("kernels: attention_arch: window %d, cap %g, scale %g", op.Window, op.Cap, op.Scale)
+	}
+	return d.attention("attention_arch", c, q, op.Out, op.Heads, op.Pos, op.Seq, op.Scratch, op.Scale, op.Cap, op.Window)
 }
 
 // MoEGatherOp copies the input row of each (token, pick) slot of an expert

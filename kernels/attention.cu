@@ -10,6 +10,7 @@
 #include "rope_store.cuh"
 #include "overlap.cuh"
 
+#define ATT_MAX_SPLITS 64 // attentionSplits in attention_cuda.go stays at or below
 
 // kv_store: kc/vc[seq[b], pos[b], :] = k/v[b, :]; grid B, any block size.
 extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__restrict__ v, float *kc,
@@ -33,9 +34,9 @@ extern "C" __global__ void kv_store(const float *__restrict__ k, const float *__
                          const float *__restrict__ vc, float *__restrict__ part,                     \
                          const int *__restrict__ pos, const int *__restrict__ seq, int heads,        \
                          int kvHeads, int headDim, int ctx, int maxSeqs, float scale, int tile,      \
-                         float cap, int window, int minPer) {                                        \
+                         float cap, int window) {                                                    \
     attention_part<S, float, KVFlat>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, tile, cap,     \
-                                     window, minPer, KVFlat{ctx, maxSeqs});                                  \
+                                     window, KVFlat{ctx, maxSeqs});                                          \
   }
 
 ATTENTION_PART(2)
@@ -44,44 +45,37 @@ ATTENTION_PART(8)
 ATTENTION_PART(16)
 
 // attention_merge: out[b, h, :] = the softmax-weighted sum of V over all
-// positions token b sees, merged from the partial results of the att_used
-// splits of its splits (window and minPer as attention_part had them);
-// zeros for padding tokens. Grid (B, heads), 32*ceil(headDim/32) threads
-// (at least one per dimension). Every load of the first 32 splits is
-// issued at the start: each thread reads the maxima and sums of its splits
-// and the values of its dimension in those splits, beside the token's
-// position and sequence, so a merge of up to 32 splits costs one memory
-// round trip (and one more per 32 splits past those).
+// positions, merged from the splits' partial results; zeros for padding
+// tokens. Grid (B, heads), 32*ceil(headDim/32) threads (at least one per
+// dimension). Every load is issued at the start: each thread reads the
+// maxima and sums of its splits and the values of its dimension in all
+// splits (attention_part writes them for padding tokens too), beside the
+// token's position and sequence, so the merge costs one memory round trip.
 extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
                                            const int *__restrict__ pos, const int *__restrict__ seq, int heads,
-                                           int headDim, int splits, int ctx, int maxSeqs, int window, int minPer) {
-  constexpr int CH = 32;              // splits whose values a thread loads at once
-  constexpr int K = ATT_MAX_SPLITS / 32; // maxima and sums a thread holds, with 32 threads at least
+                                           int headDim, int splits, int ctx, int maxSeqs) {
   __shared__ float f[ATT_MAX_SPLITS];
   __shared__ float red[32];
   grid_wait();
   const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b], d = threadIdx.x;
-  const int first = att_first(p, window), used = att_used(max(0, p + 1 - first), splits, minPer);
   float *o = out + ((size_t)b * heads + h) * headDim;
   const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
-  float pv[CH];
+  float pv[ATT_MAX_SPLITS];
 #pragma unroll
-  for (int i = 0; i < CH; i++) pv[i] = d < headDim && i < used ? pt[i * (headDim + 2) + d] : 0.f;
-  // Thread d holds the max and sum of splits d, d + blockDim.x, ...
-  float mi[K], li[K];
+  for (int i = 0; i < ATT_MAX_SPLITS; i++) pv[i] = d < headDim && i < splits ? pt[i * (headDim + 2) + d] : 0.f;
+  // Thread i holds the max and sum of splits i and i + blockDim.x.
+  float mi[2], li[2];
 #pragma unroll
-  for (int k = 0; k < K; k++) {
+  for (int k = 0; k < 2; k++) {
     const int i = d + k * blockDim.x;
-    mi[k] = i < used ? pt[i * (headDim + 2) + headDim] : -INFINITY;
-    li[k] = i < used ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
+    mi[k] = i < splits ? pt[i * (headDim + 2) + headDim] : -INFINITY;
+    li[k] = i < splits ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
   }
   if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
     if (d < headDim) o[d] = 0.f;
     return;
   }
-  float m = -INFINITY;
-#pragma unroll
-  for (int k = 0; k < K; k++) m = fmaxf(m, mi[k]);
+  float m = fmaxf(mi[0], mi[1]);
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
   if ((d & 31) == 0) red[d >> 5] = m;
@@ -91,9 +85,9 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
   __syncthreads();
   float l = 0.f;
 #pragma unroll
-  for (int k = 0; k < K; k++) {
+  for (int k = 0; k < 2; k++) {
     const int i = d + k * blockDim.x;
-    if (i < used) {
+    if (i < splits) {
       const float fi = mi[k] == -INFINITY ? 0.f : expf(mi[k] - M);
       f[i] = fi;
       l += li[k] * fi;
@@ -108,15 +102,8 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
   if (d >= headDim) return;
   float v = 0.f;
 #pragma unroll
-  for (int i = 0; i < CH; i++)
-    if (i < used) v += pv[i] * f[i];
-  for (int i0 = CH; i0 < used; i0 += CH) {
-#pragma unroll
-    for (int i = 0; i < CH; i++) pv[i] = i0 + i < used ? pt[(i0 + i) * (headDim + 2) + d] : 0.f;
-#pragma unroll
-    for (int i = 0; i < CH; i++)
-      if (i0 + i < used) v += pv[i] * f[i0 + i];
-  }
+  for (int i = 0; i < ATT_MAX_SPLITS; i++)
+    if (i < splits) v += pv[i] * f[i];
   o[d] = v / L;
   grid_launch(); // at the end, as in attention_part
 }

@@ -135,10 +135,10 @@ func (d *Device) attention(op string, c DevKVCache, q, out DevF32, heads int, po
 	if err := d.launch("attention_part_"+strconv.Itoa(attentionSlots(group*c.HeadDim)), cuda.Dim3{X: q.Rows, Y: c.KVHeads, Z: splits}, cuda.Dim3{X: 128}, attentionShared(tile, c.HeadDim, group),
 		cuda.P(q.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
 		cuda.I(heads), cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.F(scale), cuda.I(tile),
-		cuda.F(cap), cuda.I(window), cuda.I(attentionMinPer)); err != nil {
+		cuda.F(cap), cuda.I(window)); err != nil {
 		return err
 	}
-	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs, window)
+	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs)
 }
 
 // checkAttention checks the operands of an attention (op) over a cache of
@@ -157,10 +157,10 @@ func checkAttention(op string, kvHeads, headDim int, q, out DevF32, heads int, p
 // partial results in scratch (attention_part's or attention_part_pf16's
 // layout) into out (B × heads*headDim), zeros for tokens whose seq and pos
 // fall outside maxSeqs × ctx.
-func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs, window int) error {
+func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs int) error {
 	return d.launch("attention_merge", cuda.Dim3{X: out.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(headDim, 32)}, 0,
 		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(headDim),
-		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs), cuda.I(window), cuda.I(attentionMinPer))
+		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs))
 }
 
 // RopeStoreOp prepares a step's queries and keys for Attention: each head

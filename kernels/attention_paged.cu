@@ -78,9 +78,9 @@ extern "C" __global__ void rope_store_pf16(float *q, const float *__restrict__ k
                               const __half *__restrict__ vc, float *__restrict__ part,                      \
                               const int *__restrict__ pos, const int *__restrict__ seq, int heads,          \
                               int kvHeads, int headDim, float scale, int tile, float cap, int window,       \
-                              int minPer, KV_POOL_PARAMS) {                                                 \
+                              KV_POOL_PARAMS) {                                                             \
     attention_part<S, __half, KVPaged>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, tile, cap,  \
-                                       window, minPer, KVPaged{KV_POOL});                                  \
+                                       window, KVPaged{KV_POOL});                                          \
   }
 
 ATTENTION_PART_PF16(2)

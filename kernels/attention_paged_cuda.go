@@ -110,12 +110,12 @@ func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq 
 	group := heads / p.KVHeads
 	tile := attentionPagedTile(p.HeadDim, group)
 	args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale), cuda.I(tile), cuda.F(0), cuda.I(0), cuda.I(attentionMinPer)}, p.poolArgs()...)
+		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale), cuda.I(tile), cuda.F(0), cuda.I(0)}, p.poolArgs()...)
 	if err := d.launch("attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits},
 		cuda.Dim3{X: 128}, attentionPagedShared(tile, p.HeadDim, group), args...); err != nil {
 		return err
 	}
-	return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs, 0)
+	return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)
 }
 
 // KVPoolCells writes, for each query i, the device's kv_cell of slot

@@ -18,19 +18,6 @@
 #define ATT_THREADS 128
 #define ATT_MAXG 8  // query heads per KV head
 #define ATT_TILE 32 // positions per tile of attention_part at most (one per lane)
-#define ATT_MAX_SPLITS 256 // attentionSplits and pagedSplits stay at or below
-
-// att_used is how many of `splits` ranges a token that sees n positions
-// uses: one per minPer positions, at least one, at most splits. The rest
-// of its blocks return at once, and attention_merge reads only these, so
-// a short sequence does not pay for the splits a long one needs.
-static __device__ __forceinline__ int att_used(int n, int splits, int minPer) {
-  return min(splits, max(1, (n + minPer - 1) / minPer));
-}
-
-// att_first is the first position a token at position p sees: p+1-window
-// with a window > 0 (not below 0), else 0.
-static __device__ __forceinline__ int att_first(int p, int window) { return window > 0 ? max(0, p + 1 - window) : 0; }
 
 // cp_async16 copies 16 bytes from global to shared memory without
 // passing through registers (sm_80 and newer); cp_async_wait waits for
@@ -151,10 +138,9 @@ template <typename T> struct AttRows<T, KVPaged> {
 };
 
 // attention_part<S, T, A>: for token b, KV head kvh and split s of the
-// positions first..pos[b] of slot seq[b] (first = att_first; split s
-// covers the s-th of the att_used equal ranges, and a block of a split
-// past those returns at once), the online-softmax partial result of each
-// of the
+// positions first..pos[b] of slot seq[b] (split s covers the s-th of
+// `splits` equal ranges; first = max(0, pos[b]+1-window) with a window > 0,
+// else 0), the online-softmax partial result of each of the
 // G = heads/kvHeads query heads that share the KV head over that range:
 // the running max m, the sum l of exp(score - m) (a score is q·k·scale,
 // then cap·tanh(score/cap) when cap > 0: soft-capping) and the unnormalized
@@ -189,7 +175,7 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
                                                       const T *__restrict__ vc, float *__restrict__ part,
                                                       const int *__restrict__ pos, const int *__restrict__ seq,
                                                       int heads, int kvHeads, int headDim, float scale, int tile,
-                                                      float cap, int window, int minPer, const A addr) {
+                                                      float cap, int window, const A addr) {
   using E = AttElem<T>;
   using R = AttRows<T, A>;
   extern __shared__ __align__(16) typename E::Smem att_smem[];
@@ -205,14 +191,10 @@ static __device__ __forceinline__ void attention_part(const float *__restrict__ 
   float *qs = (float *)(vs2 + tile * headDim); // G × headDim: the queries, scaled
   float *sc = qs + G * headDim;               // G × tile: scores, then weights
   const int s = seq[b], p = pos[b]; // only host copies write them
-  const int first = att_first(p, window), n = max(0, p + 1 - first), used = att_used(n, splits, minPer);
-  if (split >= used) {
-    grid_launch();
-    return; // a range this token does not use: attention_merge skips it
-  }
   int t0 = 0, t1 = 0; // positions [t0, t1) of this split
   R::if_live(addr, s, p, [&] {
-    const int per = (n + used - 1) / used;
+    const int first = window > 0 ? max(0, p + 1 - window) : 0;
+    const int n = p + 1 - first, per = (n + splits - 1) / splits;
     t0 = first + min(split * per, n);
     t1 = first + min(split * per + per, n);
   });

@@ -5,28 +5,23 @@ import (
 	"testing"
 )
 
-// attentionSplitRange is attention_part's (attention_part.cuh) range of
-// split split of splits for a token at position p with a window (0:
-// none): positions [t0, t1), empty for a split past att_used.
-func attentionSplitRange(p, window, split, splits int) (t0, t1 int) {
+// archSplitRange is attention_part's (attention_part.cuh) range of split
+// split of splits for a token at position p with a window (0: none):
+// positions [t0, t1).
+func archSplitRange(p, window, split, splits int) (t0, t1 int) {
 	first := 0
 	if window > 0 {
 		first = max(0, p+1-window)
 	}
-	n := max(0, p+1-first)
-	used := min(splits, max(1, (n+attentionMinPer-1)/attentionMinPer))
-	if split >= used {
-		return 0, 0
-	}
-	per := (n + used - 1) / used
+	n := p + 1 - first
+	per := (n + splits - 1) / splits
 	return first + min(split*per, n), first + min(split*per+per, n)
 }
 
 // TestArchSplitCover checks, on a model of the kernel's index arithmetic,
 // that the splits of attention_part cover the positions a token sees
 // (the last window of them up to its own) once each, in order, for the
-// split counts attentionSplits gives (1 to 64): the ranges a token uses
-// are those before the first empty one.
+// split counts attentionSplits gives (1 to 64).
 func TestArchSplitCover(t *testing.T) {
 	for _, ctx := range []int{1, 16, 40, 64, 300, 1024, 4096} {
 		splits := min(max(ctx/16, 1), 64)
@@ -39,7 +34,7 @@ func TestArchSplitCover(t *testing.T) {
 					}
 					next, nonEmpty := first, 0
 					for s := 0; s < splits; s++ {
-						t0, t1 := attentionSplitRange(p, window, s, splits)
+						t0, t1 := archSplitRange(p, window, s, splits)
 						if t0 > t1 || (t0 < t1 && t0 != next) {
 							t.Fatalf("p %d: split %d covers [%d, %d), want it to start at %d", p, s, t0, t1, next)
 						}

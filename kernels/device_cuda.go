@@ -64,7 +64,9 @@ var kernelNames = map[string][]string{
 // kernel before it: it calls grid_wait (overlap.cuh) before it reads what
 // earlier kernels wrote. Every kernel of mvq.cu does. attention_part is,
 // so that it copies the cache rows the kernel ahead does not write while
-// that kernel ends. attention_merge waits too but is launched after
+// that kernel ends. rms_norm_add (a one-block-per-row kernel after a
+// product) is, so that the next product's launch runs beside it.
+// attention_merge waits too but is launched after
 // attention_part has finished: on the H200, at position 512, launching both
 // attention kernels serially measured 1B Q4_K_M 1387 → 1468 tok/s against
 // both overlapping, and the 8B models the same within noise. The kernels
@@ -73,7 +75,7 @@ func waitsItself(name string) bool {
 	if slices.Contains(mvqKernels(), name) {
 		return true
 	}
-	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_", "moe_mvq_"} {
+	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_", "moe_mvq_", "rms_norm_add"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -1,5 +1,6 @@
 // ops.cu: element-wise and per-row kernels of a decode step over f32
 // activations: RMSNorm, bias add, residual add and SwiGLU.
+#include "overlap.cuh"
 #include <stdint.h>
 
 static __device__ __forceinline__ float warp_sum(float v) {
@@ -81,7 +82,11 @@ extern "C" __global__ void rms_norm(const float *x, const float *__restrict__ w,
 // rms_norm_add: y[r, i] += x[r, i] / sqrt(mean(x[r, :]²) + eps) * w[i]
 // (a norm after a product, then the residual add), to the bits of rms_norm
 // followed by add; one block per row of n; x and y are distinct.
+// Launched to overlap the kernel ahead (the product whose output it
+// normalizes): it waits for that kernel, then lets the next one start at
+// once, so the next product's launch runs beside this short kernel.
 extern "C" __global__ void rms_norm_add(const float *x, const float *__restrict__ w, float *y, int n, float eps) {
+  grid_begin();
   rms_row<true>(x, w, y, n, eps);
 }
 

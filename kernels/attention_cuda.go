@@ -112,20 +112,20 @@ func AttentionScratch(c DevKVCache, rows, heads int) int {
 // Tokens with seq[b] < 0 get zeros. scratch holds the partial results of
 // the position ranges (AttentionScratch floats at least).
 func (d *Device) Attention(c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32) error {
-	if err := c.check("attention"); err != nil {
-		return err
-	}
-	if err := checkAttention("attention", c.KVHeads, c.HeadDim, q, out, heads, pos, seq); err != nil {
-		return err
-	}
 	return d.attention("attention", c, q, out, heads, pos, seq, scratch, float32(1/math.Sqrt(float64(c.HeadDim))), 0, 0)
 }
 
-// attention launches attention_part_<S> over c, a score being q·k·scale,
-// soft-capped at cap when cap > 0, over the last window positions up to a
-// token's own when window > 0 (every position when 0), then merges the
-// splits; op names the caller in errors.
+// attention checks the operands, then launches attention_part_<S> over c,
+// a score being q·k·scale, soft-capped at cap when cap > 0, over the last
+// window positions up to a token's own when window > 0 (every position
+// when 0), then merges the splits; op names the caller in errors.
 func (d *Device) attention(op string, c DevKVCache, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32, scale, cap float32, window int) error {
+	if err := c.check(op); err != nil {
+		return err
+	}
+	if err := checkAttention(op, c.KVHeads, c.HeadDim, q, out, heads, pos, seq); err != nil {
+		return err
+	}
 	if need := AttentionScratch(c, q.Rows, heads); scratch.Len() < need {
 		return fmt.Errorf("kernels: %s: scratch of %d floats, need %d", op, scratch.Len(), need)
 	}

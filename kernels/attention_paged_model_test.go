@@ -6,8 +6,8 @@ import (
 )
 
 // pagedWalk models attention_part_pf16's walk for a token at position p of
-// slot seq: splits split the positions 0..p into ranges of
-// ceil((p+1)/splits), each walked in tiles of tile rows, row j of a tile
+// slot seq: the splits' ranges of positions 0..p (attentionSplitRange),
+// each walked in tiles of tile rows, row j of a tile
 // copied from the cell of its own position (kv_cell, a tile may cross
 // blocks) in chunks of 8 values. It returns the cells read, in order, and
 // each chunk's element offset into the pool (for alignment).
@@ -17,9 +17,7 @@ func pagedWalk(l KVPoolLayout, tables []int32, seq, p, kvh, tile int) (cells []i
 		return nil, nil
 	}
 	for split := 0; split < splits; split++ {
-		per := (p + splits) / splits
-		t0 := min(split*per, p+1)
-		t1 := min(t0+per, p+1)
+		t0, t1 := attentionSplitRange(p, 0, split, splits)
 		for tt := t0; tt < t1; tt += tile {
 			n := min(tile, t1-tt)
 			for c := 0; c < n*l.HeadDim/8; c++ {

@@ -191,17 +191,10 @@ type AttentionArchOp struct {
 // AttentionArch runs op: attention_part (attention.cu) per (token, KV
 // head, split) with op's scale, soft-cap and window, then attention_merge.
 func (d *Device) AttentionArch(op AttentionArchOp) error {
-	c, q := op.Cache, op.Q
-	if err := c.check("attention_arch"); err != nil {
-		return err
-	}
-	if err := checkAttention("attention_arch", c.KVHeads, c.HeadDim, q, op.Out, op.Heads, op.Pos, op.Seq); err != nil {
-		return err
-	}
 	if op.Window < 0 || op.Cap < 0 || math.IsNaN(float64(op.Scale)) || math.IsNaN(float64(op.Cap)) {
 		return fmt.Errorf("kernels: attention_arch: window %d, cap %g, scale %g", op.Window, op.Cap, op.Scale)
 	}
-	return d.attention("attention_arch", c, q, op.Out, op.Heads, op.Pos, op.Seq, op.Scratch, op.Scale, op.Cap, op.Window)
+	return d.attention("attention_arch", op.Cache, op.Q, op.Out, op.Heads, op.Pos, op.Seq, op.Scratch, op.Scale, op.Cap, op.Window)
 }
 
 // MoEGatherOp copies the input row of each (token, pick) slot of an expert

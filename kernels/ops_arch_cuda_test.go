@@ -232,7 +232,7 @@ func TestCUDAAttentionArch(t *testing.T) {
 		{4, 2, 28, 77, 0.3, 50, 0},
 		{3, 1, 256, 130, 0.0625, 30, 33},
 		{16, 2, 64, 1000, 0.125, 0, 100},
-		{16, 8, 256, 1200, 0.0625, 50, 1000}, // Gemma-2-9B's heads: fewer splits than attentionSplits (splitsFor)
+		{16, 8, 256, 1200, 0.0625, 50, 1000}, // Gemma-2-9B's heads: two a KV head, tiles of 16 positions of 256 values
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d_kv%d_d%d_cap%g_w%d", c.heads, c.kvHeads, c.headDim, c.cap, c.window), func(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// archSplitRange is attention_part's (attention_part.cuh) range of split
+// attentionSplitRange is attention_part's (attention_part.cuh) range of split
 // split of splits for a token at position p with a window (0: none):
 // positions [t0, t1).
-func archSplitRange(p, window, split, splits int) (t0, t1 int) {
+func attentionSplitRange(p, window, split, splits int) (t0, t1 int) {
 	first := 0
 	if window > 0 {
 		first = max(0, p+1-window)
@@ -18,11 +18,11 @@ func archSplitRange(p, window, split, splits int) (t0, t1 int) {
 	return first + min(split*per, n), first + min(split*per+per, n)
 }
 
-// TestArchSplitCover checks, on a model of the kernel's index arithmetic,
+// TestAttentionSplitCover checks, on a model of the kernel's index arithmetic,
 // that the splits of attention_part cover the positions a token sees
 // (the last window of them up to its own) once each, in order, for the
 // split counts attentionSplits gives (1 to 64).
-func TestArchSplitCover(t *testing.T) {
+func TestAttentionSplitCover(t *testing.T) {
 	for _, ctx := range []int{1, 16, 40, 64, 300, 1024, 4096} {
 		splits := min(max(ctx/16, 1), 64)
 		for _, window := range []int{0, 1, 2, 8, 33, 4096} {
@@ -34,7 +34,7 @@ func TestArchSplitCover(t *testing.T) {
 					}
 					next, nonEmpty := first, 0
 					for s := 0; s < splits; s++ {
-						t0, t1 := archSplitRange(p, window, s, splits)
+						t0, t1 := attentionSplitRange(p, window, s, splits)
 						if t0 > t1 || (t0 < t1 && t0 != next) {
 							t.Fatalf("p %d: split %d covers [%d, %d), want it to start at %d", p, s, t0, t1, next)
 						}

@@ -90,39 +90,51 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		x, mode = op.Temp.Slice(0, op.X.Rows), prepPlain
 	}
 	quantized := false // the scratch holds x rounded to 8 bits
-	for _, s := range op.Segs {
+	halfDone := make([]bool, len(op.Segs))
+	for i, s := range op.Segs {
 		mm := MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
-		switch op.path(s.W) {
-		case pathInt8:
-			if _, err := mm.check(); err != nil {
-				return err
-			}
-			if !quantized {
-				in := op
-				in.X = x
-				if err := d.prep(in, mode); err != nil {
+		if !halfDone[i] { // else run with an earlier matrix of its type
+			switch op.path(s.W) {
+			case pathInt8:
+				if _, err := mm.check(); err != nil {
 					return err
 				}
-				quantized = true
+				if !quantized {
+					in := op
+					in.X = x
+					if err := d.prep(in, mode); err != nil {
+						return err
+					}
+					quantized = true
+				}
+				if err := d.mmqProduct(mm); err != nil {
+					return err
+				}
+			case pathHalf:
+				// This matrix and the later ones of its type run as one
+				// launch, from one rounding of the input.
+				quantized = false // mmh rounds its input into the same scratch
+				ops := []MatMulOp{mm}
+				for j := i + 1; j < len(op.Segs); j++ {
+					if w := op.Segs[j].W; op.path(w) == pathHalf && w.Type == s.W.Type {
+						ops = append(ops, MatMulOp{W: w, X: x, Y: op.Segs[j].Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes})
+						halfDone[j] = true
+					}
+				}
+				if err := d.matMulHalfs(ops); err != nil {
+					return err
+				}
+			case pathHalfQ:
+				quantized = false // mmhq rounds its input into the same scratch
+				if err := d.matMulHalfQ(mm); err != nil {
+					return err
+				}
+			default:
+				if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
+					return err
+				}
+				continue // the matrix-vector kernels add the bias themselves
 			}
-			if err := d.mmqProduct(mm); err != nil {
-				return err
-			}
-		case pathHalf:
-			quantized = false // mmh rounds its input into the same scratch
-			if err := d.matMulHalf(mm); err != nil {
-				return err
-			}
-		case pathHalfQ:
-			quantized = false // mmhq rounds its input into the same scratch
-			if err := d.matMulHalfQ(mm); err != nil {
-				return err
-			}
-		default:
-			if err := d.matVecChunks(s, x, op.Accumulate); err != nil {
-				return err
-			}
-			continue // the matrix-vector kernels add the bias themselves
 		}
 		if s.Bias.Ptr != 0 {
 			if err := d.AddBias(s.Y, s.Bias); err != nil {

@@ -6,7 +6,9 @@
 // Two launches:
 //   - mmh_convert_<type> rounds X (f32) to the weights' type, to nearest
 //     with ties to even, into a scratch buffer of B × cols 16-bit values;
-//   - mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>] multiplies: a block
+//   - mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>] multiplies X by one
+//     to three matrices of one width (Q, K and V; gate and up), each block
+//     in one of them (mmh_segment): a block
 //     computes a BM × BN tile of Y (BM weight rows by BN batch rows) with
 //     one warp per WM × WN sub-tile (MMH_KERNELS lists the tiles compiled).
 //     The k axis runs in stages of BK values (MMH_BK unless named) whose W
@@ -39,8 +41,12 @@
 #define MMH_T_F16 MMA16_F16
 #define MMH_T_BF16 MMA16_BF16
 
-// MmhParams is one product. Pointers are device addresses, w and x 16-byte
-// aligned; cols is a multiple of 8, so every row starts 16-byte aligned.
+// MmhParams is one product: one input X times one to three matrices of
+// the same type and width (segments: w, y, rows, then w1, y1, rows1 and
+// w2, y2, rows2), each into its own Y, in one launch whose grid rows are
+// the segments' row tiles in turn. Pointers are device addresses, w's and
+// x 16-byte aligned; cols is a multiple of 8, so every row starts 16-byte
+// aligned.
 struct MmhParams {
   const uint16_t *w; // rows × cols: the weights, f16 or bf16
   const uint16_t *x; // batch × cols: X rounded to the weights' type (mmh_convert)
@@ -50,16 +56,19 @@ struct MmhParams {
   int batch;         // rows of X and Y
   int accumulate;    // 1: y += X·Wᵀ; 0: y = X·Wᵀ
   int type;          // MMH_T_* (documentation and checks; each kernel reads one)
-  int pad;           // unused, keeps the size a multiple of 8
+  int nseg;          // segments, 1 to 3
+  const uint16_t *w1, *w2; // the second and third segments' weights
+  float *y1, *y2;          // and results
+  int rows1, rows2;        // and rows
 };
 
-static_assert(sizeof(MmhParams) == 48, "MmhParams is 48 bytes (mmhParams in mmh_cuda.go)");
+static_assert(sizeof(MmhParams) == 88, "MmhParams is 88 bytes (mmhParams in mmh_cuda.go)");
 static_assert(offsetof(MmhParams, rows) == 24, "MmhParams.rows at 24");
-static_assert(offsetof(MmhParams, type) == 40, "MmhParams.type at 40");
+static_assert(offsetof(MmhParams, rows2) == 84, "MmhParams.rows2 at 84");
 
 // mmh_layout writes sizeof(MmhParams) and the offset of each field, in
-// declaration order, to out[0..9], then MMH_BK, MMH_STAGES and MMH_PAD to
-// out[10..12], for the layout test.
+// declaration order, to out[0..15], then MMH_BK, MMH_STAGES and MMH_PAD to
+// out[16..18], for the layout test.
 extern "C" __global__ void mmh_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   out[0] = sizeof(MmhParams);
@@ -71,10 +80,37 @@ extern "C" __global__ void mmh_layout(int *out) {
   out[6] = offsetof(MmhParams, batch);
   out[7] = offsetof(MmhParams, accumulate);
   out[8] = offsetof(MmhParams, type);
-  out[9] = offsetof(MmhParams, pad);
-  out[10] = MMH_BK;
-  out[11] = MMH_STAGES;
-  out[12] = MMH_PAD;
+  out[9] = offsetof(MmhParams, nseg);
+  out[10] = offsetof(MmhParams, w1);
+  out[11] = offsetof(MmhParams, w2);
+  out[12] = offsetof(MmhParams, y1);
+  out[13] = offsetof(MmhParams, y2);
+  out[14] = offsetof(MmhParams, rows1);
+  out[15] = offsetof(MmhParams, rows2);
+  out[16] = MMH_BK;
+  out[17] = MMH_STAGES;
+  out[18] = MMH_PAD;
+}
+
+// mmh_segment is the segment block row by of a launch computes, as a
+// one-segment product (w, y and rows its own), and in *bm the first of its
+// rows: the grid's rows are segment 0's ⌈rows/BM⌉ tiles, then segment 1's,
+// then segment 2's.
+template <int BM> static __device__ __forceinline__ MmhParams mmh_segment(const MmhParams &p, int by, int *bm) {
+  MmhParams q = p;
+  const int t0 = (p.rows + BM - 1) / BM;
+  if (p.nseg > 1 && by >= t0) {
+    by -= t0;
+    const int t1 = (p.rows1 + BM - 1) / BM;
+    if (p.nseg > 2 && by >= t1) {
+      by -= t1;
+      q.w = p.w2, q.y = p.y2, q.rows = p.rows2;
+    } else {
+      q.w = p.w1, q.y = p.y1, q.rows = p.rows1;
+    }
+  }
+  *bm = by * BM;
+  return q;
 }
 
 // Pack2<T> rounds two floats to the 16-bit type T, to nearest with ties to
@@ -150,12 +186,13 @@ template <int N, int THREADS, int BK> struct MmhRows {
 };
 
 // mmh is the product for weights of type T in BM × BN tiles of Y, one warp
-// per WM × WN sub-tile; grid (ceil(batch/BN), ceil(rows/BM)): the blocks
+// per WM × WN sub-tile; grid (ceil(batch/BN), the segments' ceil(rows/BM)
+// summed, mmh_segment): the blocks
 // of one W tile are neighbours in launch order, so that a weight row is
 // read from memory about once while the activations stay in L2;
 // 32·(BM/WM)·(BN/WN) threads, STAGES·(BM+BN)·LDS·2 bytes of dynamic
 // shared memory: per stage, BM rows of W then BN rows of X.
-template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __device__ void mmh(const MmhParams &p) {
+template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __device__ void mmh(const MmhParams &launch) {
   constexpr int LDS = BK + MMH_PAD; // shared row stride in 16-bit values
   constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
   constexpr int MT = WM / 16, NT = WN / 8; // m16 and n8 tiles per warp
@@ -163,7 +200,9 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "tile shapes");
   static_assert(BK % 16 == 0 && STAGES >= 2, "staging");
   extern __shared__ __align__(128) uint16_t mmh_shared[];
-  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  int bm;
+  const MmhParams p = mmh_segment<BM>(launch, blockIdx.y, &bm);
+  const int bn = blockIdx.x * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = (p.cols + BK - 1) / BK;
@@ -251,6 +290,9 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   MMH_KERNEL(name##_256x128_64x64, T, 256, 128, 64, 64, MMH_BK, MMH_STAGES, 1)        \
   MMH_KERNEL(name##_64x64_32x32_k64s4, T, 64, 64, 32, 32, 64, 4, 3)                   \
   MMH_KERNEL(name##_128x128_64x32_k64s3, T, 128, 128, 64, 32, 64, 3, 2)               \
-  MMH_KERNEL(name##_128x256_64x64_k64s3, T, 128, 256, 64, 64, 64, 3, 1)
+  MMH_KERNEL(name##_128x256_64x64_k64s3, T, 128, 256, 64, 64, 64, 3, 1)           \
+  MMH_KERNEL(name##_256x128_64x64_k64s3, T, 256, 128, 64, 64, 64, 3, 1)           \
+  MMH_KERNEL(name##_128x128_64x64_k64s3, T, 128, 128, 64, 64, 64, 3, 2)           \
+  MMH_KERNEL(name##_128x256_64x64_k64s4, T, 128, 256, 64, 64, 64, 4, 1)
 MMH_KERNELS(mmh_f16, MMH_T_F16)
 MMH_KERNELS(mmh_bf16, MMH_T_BF16)

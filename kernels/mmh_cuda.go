@@ -26,11 +26,15 @@ type mmhParams struct {
 	Batch      int32
 	Accumulate int32
 	Type       int32
-	Pad        int32
+	NSeg       int32
+	W1, W2     uint64 // const uint16_t *w1, *w2
+	Y1, Y2     uint64 // float *y1, *y2
+	Rows1      int32
+	Rows2      int32
 }
 
 // mmhParamsSize is sizeof(MmhParams).
-const mmhParamsSize = 48
+const mmhParamsSize = 88
 
 // Compile-time check of the size the launch copies.
 var _ [mmhParamsSize - unsafe.Sizeof(mmhParams{})]struct{}
@@ -105,17 +109,43 @@ func (op *MatMulOp) checkHalf() error {
 
 // matMulHalf queues op for F16 or BF16 weights: the rounding of X into the
 // scratch, then the product, in the tile mmhTileFor picks.
-func (d *Device) matMulHalf(op MatMulOp) error {
-	return d.matMulHalfIn(op, mmhTileFor(op.X.Rows, op.W.Rows, d.ctx.Multiprocessors()))
+func (d *Device) matMulHalf(op MatMulOp) error { return d.matMulHalfs([]MatMulOp{op}) }
+
+// matMulHalfs queues the products of one input with one to three matrices
+// of one 16-bit type (ops share X, Residual and the scratch) as one
+// rounding of X and one launch, in the tile mmhTileFor picks for their rows
+// together.
+func (d *Device) matMulHalfs(ops []MatMulOp) error {
+	rows := 0
+	for _, op := range ops {
+		rows += op.W.Rows
+	}
+	return d.matMulHalfIn(ops, mmhTileFor(ops[0].X.Rows, rows, d.ctx.Multiprocessors()))
 }
 
 // mmhConvertBlocks caps the grid of mmh_convert, which loops over the rest.
 const mmhConvertBlocks = 4096
 
-// matMulHalfIn runs op in tiles of tile.
-func (d *Device) matMulHalfIn(op MatMulOp, tile mmhTile) error {
-	if err := op.checkHalf(); err != nil {
-		return err
+// matMulHalfIn runs ops (one to three products of one input, as
+// matMulHalfs) in tiles of tile.
+func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
+	if len(ops) < 1 || len(ops) > 3 {
+		return fmt.Errorf("kernels: matmul: %d matrices in one 16-bit product: want 1 to 3", len(ops))
+	}
+	op := ops[0]
+	tiles := 0
+	for i := range ops {
+		if err := ops[i].checkHalf(); err != nil {
+			return err
+		}
+		o := ops[i]
+		if o.X != op.X || o.Residual != op.Residual || o.Scratch != op.Scratch || o.W.Type != op.W.Type {
+			return fmt.Errorf("kernels: matmul: matrix %d of a 16-bit product: %v with another input, residual, scratch or type than the first's %v", i, o.W.Type, op.W.Type)
+		}
+		tiles += ceilDiv(o.W.Rows, tile.rows)
+	}
+	if tiles > 65535 {
+		return fmt.Errorf("kernels: matmul: %d tiles of %d weight rows: at most 65535", tiles, tile.rows)
 	}
 	if tile.shared() > d.maxShared {
 		return fmt.Errorf("kernels: matmul: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
@@ -131,9 +161,15 @@ func (d *Device) matMulHalfIn(op MatMulOp, tile mmhTile) error {
 	p := mmhParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr),
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B),
-		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type),
+		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type), NSeg: int32(len(ops)),
+	}
+	if len(ops) > 1 {
+		p.W1, p.Y1, p.Rows1 = uint64(ops[1].W.Ptr), uint64(ops[1].Y.Ptr), int32(ops[1].W.Rows)
+	}
+	if len(ops) > 2 {
+		p.W2, p.Y2, p.Rows2 = uint64(ops[2].W.Ptr), uint64(ops[2].Y.Ptr), int32(ops[2].W.Rows)
 	}
 	name := "mmh_" + typ + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: ceilDiv(op.W.Rows, tile.rows)}, cuda.Dim3{X: tile.threads()},
+	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
 		tile.shared(), p.args()...)
 }

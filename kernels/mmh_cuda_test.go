@@ -29,7 +29,13 @@ func TestGPUMatMulHalfLayout(t *testing.T) {
 		{"batch", unsafe.Offsetof(p.Batch)},
 		{"accumulate", unsafe.Offsetof(p.Accumulate)},
 		{"type", unsafe.Offsetof(p.Type)},
-		{"pad", unsafe.Offsetof(p.Pad)},
+		{"nseg", unsafe.Offsetof(p.NSeg)},
+		{"w1", unsafe.Offsetof(p.W1)},
+		{"w2", unsafe.Offsetof(p.W2)},
+		{"y1", unsafe.Offsetof(p.Y1)},
+		{"y2", unsafe.Offsetof(p.Y2)},
+		{"rows1", unsafe.Offsetof(p.Rows1)},
+		{"rows2", unsafe.Offsetof(p.Rows2)},
 		{"MMH_BK", mmhBK},
 		{"MMH_STAGES", mmhStages},
 		{"MMH_PAD", mmhPad},
@@ -202,7 +208,7 @@ func TestGPUMatMulHalf(t *testing.T) {
 			t.Logf("tile %v: %d bytes of shared memory, more than this device gives a block (%d)", tile, tile.shared(), dev.maxShared)
 			continue
 		}
-		paths = append(paths, path{tile.String(), func(op MatMulOp) error { return dev.matMulHalfIn(op, tile) }})
+		paths = append(paths, path{tile.String(), func(op MatMulOp) error { return dev.matMulHalfIn([]MatMulOp{op}, tile) }})
 	}
 	paths = append(paths, path{"picked", dev.matMulHalf})
 	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeBF16} {
@@ -223,7 +229,7 @@ func TestGPUMatMulHalf(t *testing.T) {
 				scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
 				y0 := g.poisoned(maxB, rows)
 				small := mmhTiles[mmhPicked-1]
-				if err := dev.matMulHalfIn(MatMulOp{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}, small); err != nil {
+				if err := dev.matMulHalfIn([]MatMulOp{{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: int64(scratch.Len()) * 4}}, small); err != nil {
 					t.Fatal(err)
 				}
 				baseline := read(t, y0)
@@ -302,6 +308,79 @@ func TestGPUMatMulHalf(t *testing.T) {
 	}
 }
 
+// TestGPUMatMulHalfSegments checks the products of one input with three
+// matrices in one launch (matMulHalfIn with three ops: row counts that
+// are not tile multiples, so the segments' last tiles are partial) against
+// each product launched alone in the same tile: the same bits, in every
+// tile, with and without the residual add; and that matMulHalfIn refuses
+// segments of another input or type.
+func TestGPUMatMulHalfSegments(t *testing.T) {
+	const cols, maxB = 264, 130
+	segRows := []int{200, 37, 129}
+	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeBF16} {
+		t.Run(typ.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(typ)))
+			g := newBuffers(t)
+			x := g.f32(randF32(rng, maxB*cols), maxB, cols)
+			scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
+			ws := make([]DevMatrix, len(segRows))
+			base := make([][]float32, len(segRows))
+			for i, r := range segRows {
+				ws[i] = g.matrix(typ, randomRows(rng, typ, r, cols), r, cols, false)
+				base[i] = randF32(rng, maxB*r)
+			}
+			ran := 0
+			for _, tile := range mmhTiles {
+				if tile.shared() > dev.maxShared {
+					continue
+				}
+				for _, B := range []int{1, 9, maxB} {
+					for _, residual := range []bool{false, true} {
+						fused := make([]DevF32, len(ws))
+						alone := make([]DevF32, len(ws))
+						ops := make([]MatMulOp, len(ws))
+						for i, w := range ws {
+							fused[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
+							alone[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
+							ops[i] = MatMulOp{W: w, X: x.Slice(0, B), Y: fused[i], Residual: residual, Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)}
+						}
+						if err := dev.matMulHalfIn(ops, tile); err != nil {
+							t.Fatalf("%v: %v", tile, err)
+						}
+						for i := range ops {
+							one := ops[i]
+							one.Y = alone[i]
+							if err := dev.matMulHalfIn([]MatMulOp{one}, tile); err != nil {
+								t.Fatalf("%v: %v", tile, err)
+							}
+						}
+						for i := range ops {
+							got, want := read(t, fused[i]), read(t, alone[i])
+							for j := range want {
+								if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+									t.Fatalf("%v, B %d, residual %v: segment %d, Y[%d][%d] = %g in one launch, %g alone",
+										tile, B, residual, i, j/ws[i].Rows, j%ws[i].Rows, got[j], want[j])
+								}
+							}
+						}
+						ran++
+					}
+				}
+			}
+			if ran == 0 {
+				t.Fatal("no tile fits the device's shared memory")
+			}
+			other := []MatMulOp{
+				{W: ws[0], X: x.Slice(0, 1), Y: g.poisoned(1, ws[0].Rows), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)},
+				{W: ws[1], X: x.Slice(0, 2), Y: g.poisoned(2, ws[1].Rows), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)},
+			}
+			if err := dev.matMulHalfIn(other, mmhTiles[0]); err == nil {
+				t.Error("segments of two inputs in one launch: no error")
+			}
+		})
+	}
+}
+
 // TestGPUMatMulHalfRefuses checks that matMulHalf names what it cannot
 // run.
 func TestGPUMatMulHalfRefuses(t *testing.T) {
@@ -318,7 +397,7 @@ func TestGPUMatMulHalfRefuses(t *testing.T) {
 		{"weights alignment", func(op *MatMulOp) { op.W.Ptr += 2 }},
 	}, halfRefusals...))
 	for _, tile := range mmhTiles {
-		if err := dev.matMulHalfIn(MatMulOp{W: w, X: x, Y: y}, tile); err == nil {
+		if err := dev.matMulHalfIn([]MatMulOp{{W: w, X: x, Y: y}}, tile); err == nil {
 			t.Errorf("matMulHalf in %v ran without scratch", tile)
 		}
 	}
@@ -347,7 +426,7 @@ func BenchmarkGPUMatMulHalf(b *testing.B) {
 				var paths []benchPath
 				for _, tile := range mmhTiles {
 					if tile.shared() <= dev.maxShared {
-						paths = append(paths, benchPath{"mmh" + tile.String(), func() error { return dev.matMulHalfIn(op, tile) }})
+						paths = append(paths, benchPath{"mmh" + tile.String(), func() error { return dev.matMulHalfIn([]MatMulOp{op}, tile) }})
 					}
 				}
 				picked := mmhTileFor(B, rows, dev.Context().Multiprocessors())

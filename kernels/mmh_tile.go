@@ -24,12 +24,16 @@ type mmhTile struct{ rows, batch, warpRows, warpBatch, bk, stages int }
 
 // mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
 // ones mmhTileFor picks from, largest first, then others compiled to be
-// measured (BenchmarkGPUMatMulHalf) before any is picked: 64×64 warp
-// tiles, and 64-value stages.
+// measured (BenchmarkGPUMatMulHalf) and not picked. At a 512-token prompt
+// (H100, BF16, TFLOP/s) the first beat or matched every other tile on the
+// Llama-3.1-8B shapes: 4096×4096 236 (the old pick, 128×64, 166), 14336×4096
+// 260 (best 128×256 k64s3 268), 4096×14336 267 (old 176, others ≤ 213),
+// 6144×4096 219 (best 256×128 k64s3 229).
 var mmhTiles = []mmhTile{
-	{128, 128, 64, 32, mmhBK, mmhStages}, {128, 64, 64, 32, mmhBK, mmhStages}, {64, 64, 32, 32, mmhBK, mmhStages},
-	{128, 128, 64, 64, mmhBK, mmhStages}, {128, 256, 64, 64, mmhBK, mmhStages}, {256, 128, 64, 64, mmhBK, mmhStages},
-	{64, 64, 32, 32, 64, 4}, {128, 128, 64, 32, 64, 3}, {128, 256, 64, 64, 64, 3},
+	{128, 128, 64, 64, 64, 3}, {128, 64, 64, 32, mmhBK, mmhStages}, {64, 64, 32, 32, mmhBK, mmhStages},
+	{128, 128, 64, 32, mmhBK, mmhStages}, {128, 128, 64, 64, mmhBK, mmhStages}, {128, 256, 64, 64, mmhBK, mmhStages},
+	{256, 128, 64, 64, mmhBK, mmhStages}, {64, 64, 32, 32, 64, 4}, {128, 128, 64, 32, 64, 3},
+	{128, 256, 64, 64, 64, 3}, {256, 128, 64, 64, 64, 3}, {128, 256, 64, 64, 64, 4},
 }
 
 // mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
@@ -64,11 +68,16 @@ func (t mmhTile) shared() int { return t.stages * (t.rows + t.batch) * t.lds() *
 func (t mmhTile) blocks(rows, B int) int { return ceilDivHalf(rows, t.rows) * ceilDivHalf(B, t.batch) }
 
 // mmhTileFor is the tile a product of B activation rows over rows weight
-// rows runs in on a device of sms multiprocessors: the largest whose grid
-// has a block for every multiprocessor, else the smallest. (Not yet tuned
-// by measurement: BenchmarkGPUMatMulHalf times every tile.)
+// rows runs in on a device of sms multiprocessors: the first of mmhTiles
+// (two blocks a multiprocessor) where B fills its batch tile and its grid
+// has a block for every second multiprocessor, else the largest of the
+// others whose grid has a block for every multiprocessor, else the
+// smallest.
 func mmhTileFor(B, rows, sms int) mmhTile {
-	for _, t := range mmhTiles[:mmhPicked] {
+	if big := mmhTiles[0]; B >= big.batch && 2*big.blocks(rows, B) >= sms {
+		return big
+	}
+	for _, t := range mmhTiles[1:mmhPicked] {
 		if t.blocks(rows, B) >= sms {
 			return t
 		}

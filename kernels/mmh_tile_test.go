@@ -395,21 +395,26 @@ func TestMatMulHalfTileModel(t *testing.T) {
 	}
 }
 
-// TestMatMulHalfTileFor checks the tile choice: the largest tile whose
-// grid covers the multiprocessors, else the smallest, and every tile's
+// TestMatMulHalfTileFor checks the tile choice: the two-a-multiprocessor
+// tile where the batch fills it and its grid covers half the
+// multiprocessors, else the largest other whose grid covers them all, else
+// the smallest, and every tile's
 // shared memory within the H200's 227 KiB a block.
 func TestMatMulHalfTileFor(t *testing.T) {
 	cases := []struct {
 		B, rows, sms int
 		want         string
 	}{
-		{512, 14336, 132, "128x128_64x32"},
-		{512, 4096, 132, "128x64_64x32"},
-		{128, 14336, 132, "128x64_64x32"},
+		{512, 14336, 132, "128x128_64x64_k64s3"},
+		{512, 4096, 132, "128x128_64x64_k64s3"},
+		{512, 1024, 132, "64x64_32x32"},
+		{128, 14336, 132, "128x128_64x64_k64s3"},
+		{127, 14336, 132, "128x64_64x32"},
+		{128, 4096, 132, "64x64_32x32"},
 		{64, 14336, 132, "64x64_32x32"},
 		{1, 4096, 132, "64x64_32x32"},
 		{1, 1, 132, "64x64_32x32"},
-		{513, 4096, 132, "128x128_64x32"},
+		{513, 4096, 132, "128x128_64x64_k64s3"},
 	}
 	for _, c := range cases {
 		if got := mmhTileFor(c.B, c.rows, c.sms).String(); got != c.want {

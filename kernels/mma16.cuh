@@ -2,7 +2,7 @@
 // (F16 and BF16 weights) and mmhq.cu (quantized weights dequantized to
 // f16) share: the cp.async copies to shared memory and their groups,
 // ldmatrix.x4 and the lane offsets of its addresses, mma.sync m16n8k16
-// with f32 accumulation (sm_80 and newer), and the store of one result.
+// with f32 accumulation (sm_80 and newer), and (mma_store.cuh) the epilogue.
 // Both products stage their tiles as rows of LDS 16-bit values,
 // k-contiguous: A (weight rows) and B (batch rows of X). Each keeps its
 // own loops over the fragments and the accumulators: written once here as
@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+
+#include "mma_store.cuh"
 
 // Type codes of the 16-bit operands, as gguf.Type.
 #define MMA16_F16 1
@@ -88,14 +90,3 @@ static __device__ __forceinline__ int mma16_b_off(int lane, int lds) {
   return ((lane & 7) + 8 * (lane >> 4)) * lds + 8 * ((lane >> 3) & 1);
 }
 
-// mma16_put writes v to Y at weight row r and batch row b (p.y, p.batch
-// rows of p.rows values), or adds it when p.accumulate is set; a value
-// past p.rows or p.batch is dropped. P is the product's parameter struct
-// (MmhParams, MmhqParams). The epilogue of both products calls it for each
-// accumulator, in C's fragment layout (Mma16).
-template <class P> static __device__ __forceinline__ void mma16_put(const P &p, int r, int b, float v) {
-  if (r < p.rows && b < p.batch) {
-    float *y = p.y + (size_t)b * p.rows + r;
-    *y = p.accumulate ? *y + v : v;
-  }
-}

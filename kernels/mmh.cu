@@ -260,19 +260,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   }
   mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mi = 0; mi < MT; mi++) {
-#pragma unroll
-    for (int ni = 0; ni < NT; ni++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
-        const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
-        mma16_put(p, r, b, acc[mi][ni][e]);
-      }
-    }
-  }
+  mma_store(p.y, p.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
 }
 
 // The kernels: mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>], each held

@@ -448,19 +448,7 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
   }
   mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mi = 0; mi < MT; mi++) {
-#pragma unroll
-    for (int ni = 0; ni < NT; ni++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
-        const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
-        mma16_put(p, r, b, acc[mi][ni][e]);
-      }
-    }
-  }
+  mma_store(p.y, p.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
 }
 
 // The kernels: mmhq_<kind>_<BM>x<BN>_<WM>x<WN>_k64s<STAGES> (mmhqTiles in

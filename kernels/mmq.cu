@@ -217,6 +217,7 @@ template <> struct WLayout<MMQ_T_Q5_K> {
   }
 };
 
+#include "mma_store.cuh"
 #include "mmq_types.cuh"
 
 // mmq_layout writes sizeof(MmqParams) and the offset of each field, in
@@ -654,23 +655,7 @@ template <int T, int BM, int BN, int WM, int WN, bool CV> static __device__ void
     }
     __syncthreads(); // cur (and cv) are refilled next
   }
-  float *out = p.y + (size_t)blockIdx.z * p.batch * p.rows;
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++) {
-#pragma unroll
-    for (int ni = 0; ni < NI; ni++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = bm + wr + mi * 16 + g + (e >> 1) * 8;
-        const int b = bn + wc + ni * 8 + 2 * t + (e & 1);
-        if (r < p.rows && b < p.batch) {
-          float *y = out + (size_t)b * p.rows + r;
-          *y = p.accumulate ? *y + acc[mi][ni][e] : acc[mi][ni][e];
-        }
-      }
-    }
-  }
+  mma_store(p.y + (size_t)blockIdx.z * p.batch * p.rows, p.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
 }
 
 // mmq_reduce adds the parts of a split product in part order (so the sum

@@ -125,8 +125,17 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 					return err
 				}
 			case pathHalfQ:
+				// This matrix and the later ones of its layout and row
+				// size run as one launch, from one rounding of the input.
 				quantized = false // mmhq rounds its input into the same scratch
-				if err := d.matMulHalfQ(mm); err != nil {
+				ops := []MatMulOp{mm}
+				for j := i + 1; j < len(op.Segs); j++ {
+					if w := op.Segs[j].W; op.path(w) == pathHalfQ && sameQ16Layout(w, s.W) {
+						ops = append(ops, MatMulOp{W: w, X: x, Y: op.Segs[j].Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes})
+						halfDone[j] = true
+					}
+				}
+				if err := d.matMulHalfQs(ops); err != nil {
 					return err
 				}
 			default:
@@ -143,6 +152,14 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		}
 	}
 	return nil
+}
+
+// sameQ16Layout says whether mmhq.cu reads a and b in one launch: the
+// same layout and row size.
+func sameQ16Layout(a, b DevMatrix) bool {
+	ra, errA := a.RowBytes()
+	rb, errB := b.RowBytes()
+	return errA == nil && errB == nil && ra == rb && a.Type == b.Type && a.Wide == b.Wide && a.Cols == b.Cols
 }
 
 // matMulPath is the kernels MatMuls runs a matrix on.

@@ -90,3 +90,39 @@ static __device__ __forceinline__ int mma16_b_off(int lane, int lds) {
   return ((lane & 7) + 8 * (lane >> 4)) * lds + 8 * ((lane >> 3) & 1);
 }
 
+// Mma16Seg is the matrix one block of a launch of one to three matrices
+// multiplies: its index s, its weights (WT: uint16_t for mmh, uint8_t for
+// mmhq) and rows, and bm, the block's first row in it.
+template <class WT> struct Mma16Seg {
+  const WT *w;
+  int s, rows, bm;
+};
+
+// mma16_segment is the segment block row by of a launch of P (MmhParams,
+// MmhqParams: fields nseg, w, y, rows, w1, y1, rows1, w2, y2, rows2)
+// computes: the grid's rows are segment 0's ⌈rows/BM⌉ tiles, then segment
+// 1's, then segment 2's. (The other fields stay read from the parameters,
+// and the segment's Y is found at the end, mma16_segment_y: copying the
+// struct, or holding Y through the products, made mmhq's 128 × 128 tile
+// spill.)
+template <int BM, class WT, class P> static __device__ __forceinline__ Mma16Seg<WT> mma16_segment(const P &p, int by) {
+  Mma16Seg<WT> q = {p.w, 0, p.rows, 0};
+  const int t0 = (p.rows + BM - 1) / BM;
+  if (p.nseg > 1 && by >= t0) {
+    by -= t0;
+    const int t1 = (p.rows1 + BM - 1) / BM;
+    if (p.nseg > 2 && by >= t1) {
+      by -= t1;
+      q.w = p.w2, q.s = 2, q.rows = p.rows2;
+    } else {
+      q.w = p.w1, q.s = 1, q.rows = p.rows1;
+    }
+  }
+  q.bm = by * BM;
+  return q;
+}
+
+// mma16_segment_y is the Y of segment s of a launch of P.
+template <class P> static __device__ __forceinline__ float *mma16_segment_y(const P &p, int s) {
+  return s == 0 ? p.y : s == 1 ? p.y1 : p.y2;
+}

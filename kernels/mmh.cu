@@ -8,7 +8,7 @@
 //     with ties to even, into a scratch buffer of B × cols 16-bit values;
 //   - mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>] multiplies X by one
 //     to three matrices of one width (Q, K and V; gate and up), each block
-//     in one of them (mmh_segment): a block
+//     in one of them (mma16_segment): a block
 //     computes a BM × BN tile of Y (BM weight rows by BN batch rows) with
 //     one warp per WM × WN sub-tile (MMH_KERNELS lists the tiles compiled).
 //     The k axis runs in stages of BK values (MMH_BK unless named) whose W
@@ -92,27 +92,6 @@ extern "C" __global__ void mmh_layout(int *out) {
   out[18] = MMH_PAD;
 }
 
-// mmh_segment is the segment block row by of a launch computes, as a
-// one-segment product (w, y and rows its own), and in *bm the first of its
-// rows: the grid's rows are segment 0's ⌈rows/BM⌉ tiles, then segment 1's,
-// then segment 2's.
-template <int BM> static __device__ __forceinline__ MmhParams mmh_segment(const MmhParams &p, int by, int *bm) {
-  MmhParams q = p;
-  const int t0 = (p.rows + BM - 1) / BM;
-  if (p.nseg > 1 && by >= t0) {
-    by -= t0;
-    const int t1 = (p.rows1 + BM - 1) / BM;
-    if (p.nseg > 2 && by >= t1) {
-      by -= t1;
-      q.w = p.w2, q.y = p.y2, q.rows = p.rows2;
-    } else {
-      q.w = p.w1, q.y = p.y1, q.rows = p.rows1;
-    }
-  }
-  *bm = by * BM;
-  return q;
-}
-
 // Pack2<T> rounds two floats to the 16-bit type T, to nearest with ties to
 // even, a in the low half (the lower k index, as mma reads a register).
 template <int T> struct Pack2;
@@ -187,12 +166,12 @@ template <int N, int THREADS, int BK> struct MmhRows {
 
 // mmh is the product for weights of type T in BM × BN tiles of Y, one warp
 // per WM × WN sub-tile; grid (ceil(batch/BN), the segments' ceil(rows/BM)
-// summed, mmh_segment): the blocks
+// summed, mma16_segment): the blocks
 // of one W tile are neighbours in launch order, so that a weight row is
 // read from memory about once while the activations stay in L2;
 // 32·(BM/WM)·(BN/WN) threads, STAGES·(BM+BN)·LDS·2 bytes of dynamic
 // shared memory: per stage, BM rows of W then BN rows of X.
-template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __device__ void mmh(const MmhParams &launch) {
+template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __device__ void mmh(const MmhParams &p) {
   constexpr int LDS = BK + MMH_PAD; // shared row stride in 16-bit values
   constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
   constexpr int MT = WM / 16, NT = WN / 8; // m16 and n8 tiles per warp
@@ -200,9 +179,8 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "tile shapes");
   static_assert(BK % 16 == 0 && STAGES >= 2, "staging");
   extern __shared__ __align__(128) uint16_t mmh_shared[];
-  int bm;
-  const MmhParams p = mmh_segment<BM>(launch, blockIdx.y, &bm);
-  const int bn = blockIdx.x * BN;
+  const Mma16Seg<uint16_t> sg = mma16_segment<BM, uint16_t>(p, blockIdx.y);
+  const int bm = sg.bm, bn = blockIdx.x * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = (p.cols + BK - 1) / BK;
@@ -218,7 +196,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   // past the last stage, so that the wait counts below hold throughout.
   MmhRows<BM, THREADS, BK> wrows;
   MmhRows<BN, THREADS, BK> xrows;
-  wrows.init(p.w, bm, p.rows, p.cols);
+  wrows.init(sg.w, bm, sg.rows, p.cols);
   xrows.init(p.x, bn, p.batch, p.cols);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
@@ -260,7 +238,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   }
   mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
-  mma_store(p.y, p.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
+  mma_store(mma16_segment_y(p, sg.s), sg.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
 }
 
 // The kernels: mmh_<type>_<BM>x<BN>_<WM>x<WN>[_k<BK>s<STAGES>], each held

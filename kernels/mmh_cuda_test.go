@@ -308,76 +308,87 @@ func TestGPUMatMulHalf(t *testing.T) {
 	}
 }
 
-// TestGPUMatMulHalfSegments checks the products of one input with three
-// matrices in one launch (matMulHalfIn with three ops: row counts that
-// are not tile multiples, so the segments' last tiles are partial) against
-// each product launched alone in the same tile: the same bits, in every
-// tile, with and without the residual add; and that matMulHalfIn refuses
-// segments of another input or type.
+// TestGPUMatMulHalfSegments checks the 16-bit products of one input with
+// three matrices in one launch against each product alone
+// (checkSegments).
 func TestGPUMatMulHalfSegments(t *testing.T) {
-	const cols, maxB = 264, 130
-	segRows := []int{200, 37, 129}
 	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeBF16} {
 		t.Run(typ.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, uint64(typ)))
-			g := newBuffers(t)
-			x := g.f32(randF32(rng, maxB*cols), maxB, cols)
-			scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
-			ws := make([]DevMatrix, len(segRows))
-			base := make([][]float32, len(segRows))
-			for i, r := range segRows {
-				ws[i] = g.matrix(typ, randomRows(rng, typ, r, cols), r, cols, false)
-				base[i] = randF32(rng, maxB*r)
-			}
-			ran := 0
+			var tiles []mmhTile
 			for _, tile := range mmhTiles {
-				if tile.shared() > dev.maxShared {
-					continue
+				if tile.shared() <= dev.maxShared {
+					tiles = append(tiles, tile)
 				}
-				for _, B := range []int{1, 9, maxB} {
-					for _, residual := range []bool{false, true} {
-						fused := make([]DevF32, len(ws))
-						alone := make([]DevF32, len(ws))
-						ops := make([]MatMulOp, len(ws))
-						for i, w := range ws {
-							fused[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
-							alone[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
-							ops[i] = MatMulOp{W: w, X: x.Slice(0, B), Y: fused[i], Residual: residual, Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)}
+			}
+			checkSegments(t, typ, false, 264, tiles, dev.matMulHalfIn)
+		})
+	}
+}
+
+// checkSegments checks the products of one input with three matrices of
+// type typ (wide: in the wide layout) and cols columns in one launch (run
+// with three ops: row counts that are not tile multiples, so the
+// segments' last tiles are partial) against each product launched alone
+// in the same tile: the same bits, in every tile of tiles, at batches 1, 9
+// and 130, with and without the residual add; and that run refuses
+// segments of two inputs.
+func checkSegments(t *testing.T, typ gguf.Type, wide bool, cols int, tiles []mmhTile, run func([]MatMulOp, mmhTile) error) {
+	t.Helper()
+	const maxB = 130
+	segRows := []int{200, 37, 129}
+	rng := rand.New(rand.NewPCG(11, uint64(typ)))
+	g := newBuffers(t)
+	x := g.f32(randF32(rng, maxB*cols), maxB, cols)
+	scratch := g.poisoned(1, int(MatMulHalfScratchBytes(maxB, cols)/4))
+	sb := MatMulHalfScratchBytes(maxB, cols)
+	ws := make([]DevMatrix, len(segRows))
+	base := make([][]float32, len(segRows))
+	for i, r := range segRows {
+		ws[i] = g.matrix(typ, randomRows(rng, typ, r, cols), r, cols, wide)
+		base[i] = randF32(rng, maxB*r)
+	}
+	if len(tiles) == 0 {
+		t.Fatal("no tile fits the device's shared memory")
+	}
+	for _, tile := range tiles {
+		for _, B := range []int{1, 9, maxB} {
+			for _, residual := range []bool{false, true} {
+				fused := make([]DevF32, len(ws))
+				alone := make([]DevF32, len(ws))
+				ops := make([]MatMulOp, len(ws))
+				for i, w := range ws {
+					fused[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
+					alone[i] = g.f32(base[i][:B*w.Rows], B, w.Rows)
+					ops[i] = MatMulOp{W: w, X: x.Slice(0, B), Y: fused[i], Residual: residual, Scratch: scratch.Ptr, ScratchBytes: sb}
+				}
+				if err := run(ops, tile); err != nil {
+					t.Fatalf("%v: %v", tile, err)
+				}
+				for i := range ops {
+					one := ops[i]
+					one.Y = alone[i]
+					if err := run([]MatMulOp{one}, tile); err != nil {
+						t.Fatalf("%v: %v", tile, err)
+					}
+				}
+				for i := range ops {
+					got, want := read(t, fused[i]), read(t, alone[i])
+					for j := range want {
+						if math.IsNaN(float64(want[j])) || math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+							t.Fatalf("%v, B %d, residual %v: segment %d, Y[%d][%d] = %g in one launch, %g alone",
+								tile, B, residual, i, j/ws[i].Rows, j%ws[i].Rows, got[j], want[j])
 						}
-						if err := dev.matMulHalfIn(ops, tile); err != nil {
-							t.Fatalf("%v: %v", tile, err)
-						}
-						for i := range ops {
-							one := ops[i]
-							one.Y = alone[i]
-							if err := dev.matMulHalfIn([]MatMulOp{one}, tile); err != nil {
-								t.Fatalf("%v: %v", tile, err)
-							}
-						}
-						for i := range ops {
-							got, want := read(t, fused[i]), read(t, alone[i])
-							for j := range want {
-								if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-									t.Fatalf("%v, B %d, residual %v: segment %d, Y[%d][%d] = %g in one launch, %g alone",
-										tile, B, residual, i, j/ws[i].Rows, j%ws[i].Rows, got[j], want[j])
-								}
-							}
-						}
-						ran++
 					}
 				}
 			}
-			if ran == 0 {
-				t.Fatal("no tile fits the device's shared memory")
-			}
-			other := []MatMulOp{
-				{W: ws[0], X: x.Slice(0, 1), Y: g.poisoned(1, ws[0].Rows), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)},
-				{W: ws[1], X: x.Slice(0, 2), Y: g.poisoned(2, ws[1].Rows), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)},
-			}
-			if err := dev.matMulHalfIn(other, mmhTiles[0]); err == nil {
-				t.Error("segments of two inputs in one launch: no error")
-			}
-		})
+		}
+	}
+	other := []MatMulOp{
+		{W: ws[0], X: x.Slice(0, 1), Y: g.poisoned(1, ws[0].Rows), Scratch: scratch.Ptr, ScratchBytes: sb},
+		{W: ws[1], X: x.Slice(0, 2), Y: g.poisoned(2, ws[1].Rows), Scratch: scratch.Ptr, ScratchBytes: sb},
+	}
+	if err := run(other, tiles[0]); err == nil {
+		t.Error("segments of two inputs in one launch: no error")
 	}
 }
 

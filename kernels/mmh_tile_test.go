@@ -430,3 +430,26 @@ func TestMatMulHalfTileFor(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulQ16TileFor checks the tile choice of the quantized 16-bit
+// products, mmhTileFor's rule over mmhqTiles.
+func TestMatMulQ16TileFor(t *testing.T) {
+	cases := []struct {
+		B, rows, sms int
+		want         string
+	}{
+		{512, 14336, 132, "128x128_64x32_k64s3"},
+		{512, 4096, 132, "128x128_64x32_k64s3"},
+		{512, 1024, 132, "64x64_32x32_k64s3"},
+		{512, 2048, 132, "64x64_32x32_k64s3"},
+		{128, 4096, 132, "64x64_32x32_k64s3"},
+		{127, 14336, 132, "128x64_64x32_k64s3"},
+		{64, 14336, 132, "64x64_32x32_k64s3"},
+		{1, 1, 132, "64x64_32x32_k64s3"},
+	}
+	for _, c := range cases {
+		if got := mmhqTileFor(c.B, c.rows, c.sms).String(); got != c.want {
+			t.Errorf("B %d, %d rows, %d SMs: tile %s, want %s", c.B, c.rows, c.sms, got, c.want)
+		}
+	}
+}

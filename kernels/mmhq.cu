@@ -47,23 +47,31 @@
 // Layout codes: gguf.Type, plus MMHQ_WIDE for the wide layout.
 #define MMHQ_WIDE 256
 
-// MmhqParams is one product. Pointers are device addresses, w and x
-// 16-byte aligned; cols is a multiple of 64 (of 256 for Q4_K, Q5_K, Q6_K
-// and the wide layouts).
+// MmhqParams is one product: one input X times one to three matrices of
+// one layout and width (segments: w, y, rows, then w1, y1, rows1 and w2,
+// y2, rows2, as MmhParams), each into its own Y. Pointers are device
+// addresses, w's and x 16-byte aligned; cols is a multiple of 64 (of 256
+// for Q4_K, Q5_K, Q6_K and the wide layouts).
 struct MmhqParams {
   const uint8_t *w;    // rows × row_bytes: the weights, in their storage layout
   const uint16_t *x;   // batch × cols: X rounded to f16 (mmh_convert_f16)
   float *y;            // batch × rows: the result
-  long long row_bytes; // stored size of one weight row
+  long long row_bytes; // stored size of one weight row (of every segment)
   int rows;            // rows of W (columns of Y)
   int cols;            // columns of W and X
   int batch;           // rows of X and Y
   int accumulate;      // 1: y += X·Wᵀ; 0: y = X·Wᵀ
+  int nseg;            // segments, 1 to 3
+  int pad;             // unused, aligns what follows
+  const uint8_t *w1, *w2; // the second and third segments' weights
+  float *y1, *y2;         // and results
+  int rows1, rows2;       // and rows
 };
 
-static_assert(sizeof(MmhqParams) == 48, "MmhqParams is 48 bytes (mmhqParams in mmhq_cuda.go)");
+static_assert(sizeof(MmhqParams) == 96, "MmhqParams is 96 bytes (mmhqParams in mmhq_cuda.go)");
 static_assert(offsetof(MmhqParams, row_bytes) == 24, "MmhqParams.row_bytes at 24");
 static_assert(offsetof(MmhqParams, accumulate) == 44, "MmhqParams.accumulate at 44");
+static_assert(offsetof(MmhqParams, rows2) == 92, "MmhqParams.rows2 at 92");
 
 // mmhq_cp4 copies the first n (0..4) bytes of the 4-byte aligned word at
 // global src to shared dst and zero-fills the rest of the word (src is not
@@ -318,9 +326,9 @@ template <> struct WRaw<T_Q6_K> {
 };
 
 // mmhq_layout writes sizeof(MmhqParams) and the offset of each field, in
-// declaration order, to out[0..8], MMHQ_BK and MMHQ_PAD to out[9..10], then
+// declaration order, to out[0..16], MMHQ_BK and MMHQ_PAD to out[17..18], then
 // WRaw<K>::stride for Q4_0, Q8_0, wide Q8_0, Q4_K, Q6_K, wide Q6_K, Q5_K
-// (the order of mmhqKinds in mmhq_tile.go) to out[11..17], for the layout
+// (the order of mmhqKinds in mmhq_tile.go) to out[19..25], for the layout
 // test.
 extern "C" __global__ void mmhq_layout(int *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -333,19 +341,28 @@ extern "C" __global__ void mmhq_layout(int *out) {
   out[6] = offsetof(MmhqParams, cols);
   out[7] = offsetof(MmhqParams, batch);
   out[8] = offsetof(MmhqParams, accumulate);
-  out[9] = MMHQ_BK;
-  out[10] = MMHQ_PAD;
-  out[11] = WRaw<T_Q4_0>::stride;
-  out[12] = WRaw<T_Q8_0>::stride;
-  out[13] = WRaw<T_Q8_0 + MMHQ_WIDE>::stride;
-  out[14] = WRaw<T_Q4_K>::stride;
-  out[15] = WRaw<T_Q6_K>::stride;
-  out[16] = WRaw<T_Q6_K + MMHQ_WIDE>::stride;
-  out[17] = WRaw<T_Q5_K>::stride;
+  out[9] = offsetof(MmhqParams, nseg);
+  out[10] = offsetof(MmhqParams, pad);
+  out[11] = offsetof(MmhqParams, w1);
+  out[12] = offsetof(MmhqParams, w2);
+  out[13] = offsetof(MmhqParams, y1);
+  out[14] = offsetof(MmhqParams, y2);
+  out[15] = offsetof(MmhqParams, rows1);
+  out[16] = offsetof(MmhqParams, rows2);
+  out[17] = MMHQ_BK;
+  out[18] = MMHQ_PAD;
+  out[19] = WRaw<T_Q4_0>::stride;
+  out[20] = WRaw<T_Q8_0>::stride;
+  out[21] = WRaw<T_Q8_0 + MMHQ_WIDE>::stride;
+  out[22] = WRaw<T_Q4_K>::stride;
+  out[23] = WRaw<T_Q6_K>::stride;
+  out[24] = WRaw<T_Q6_K + MMHQ_WIDE>::stride;
+  out[25] = WRaw<T_Q5_K>::stride;
 }
 
 // mmhq is the product for weights of layout K in BM × BN tiles of Y, one
-// warp per WM × WN sub-tile; grid (ceil(batch/BN), ceil(rows/BM)): the
+// warp per WM × WN sub-tile; grid (ceil(batch/BN), the segments'
+// ceil(rows/BM) summed, mma16_segment): the
 // blocks of one W tile are neighbours in launch order, so that a weight
 // row is read from memory about once while the activations stay in L2;
 // 32·(BM/WM)·(BN/WN) threads. Dynamic shared memory (mmhqShared in
@@ -364,7 +381,8 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
   static_assert(BN * CHUNKS % THREADS == 0 && BM * CHUNKS % THREADS == 0, "whole chunks per thread");
   extern __shared__ __align__(128) uint8_t mmhq_shared[];
   uint16_t *wh = (uint16_t *)(mmhq_shared + STAGES * STAGE);
-  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const Mma16Seg<uint8_t> sg = mma16_segment<BM, uint8_t>(p, blockIdx.y);
+  const int bm = sg.bm, bn = blockIdx.x * BN;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = p.cols / BK;
@@ -393,8 +411,8 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
     uint8_t *sw = st + XBYTES;
     for (int idx = tid; idx < BM * W::pieces; idx += THREADS) {
       const int i = idx / W::pieces, u = idx % W::pieces, r = bm + i;
-      const bool ok = r < p.rows;
-      W::copy(sw + i * W::stride, ok ? p.w + (size_t)r * p.row_bytes : p.w, ok, s, u, p);
+      const bool ok = r < sg.rows;
+      W::copy(sw + i * W::stride, ok ? sg.w + (size_t)r * p.row_bytes : sg.w, ok, s, u, p);
     }
   };
 
@@ -448,7 +466,7 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
   }
   mma16_wait<0>(); // no copies outstanding at exit (the trailing groups are empty)
 
-  mma_store(p.y, p.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
+  mma_store(mma16_segment_y(p, sg.s), sg.rows, p.batch, p.accumulate, bm + wr, bn + wc, lane, acc);
 }
 
 // The kernels: mmhq_<kind>_<BM>x<BN>_<WM>x<WN>_k64s<STAGES> (mmhqTiles in

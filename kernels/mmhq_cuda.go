@@ -28,10 +28,16 @@ type mmhqParams struct {
 	Cols       int32
 	Batch      int32
 	Accumulate int32
+	NSeg       int32
+	Pad        int32
+	W1, W2     uint64 // const uint8_t *w1, *w2
+	Y1, Y2     uint64 // float *y1, *y2
+	Rows1      int32
+	Rows2      int32
 }
 
 // mmhqParamsSize is sizeof(MmhqParams).
-const mmhqParamsSize = 48
+const mmhqParamsSize = 96
 
 // Compile-time check of the size the launch copies.
 var _ [mmhqParamsSize - unsafe.Sizeof(mmhqParams{})]struct{}
@@ -98,22 +104,56 @@ func (op *MatMulOp) checkHalfQ() (string, error) {
 // matMulHalfQ queues op for quantized weights on the 16-bit tensor cores:
 // the rounding of X to f16 into the scratch, then the product, in the tile
 // mmhqTileFor picks.
-func (d *Device) matMulHalfQ(op MatMulOp) error {
-	return d.matMulHalfQIn(op, mmhqTileFor(op.X.Rows, op.W.Rows, d.ctx.Multiprocessors()))
+func (d *Device) matMulHalfQ(op MatMulOp) error { return d.matMulHalfQs([]MatMulOp{op}) }
+
+// matMulHalfQs queues the products of one input with one to three matrices
+// of one layout and width (ops share X, Residual and the scratch) as one
+// rounding of X and one launch, in the tile mmhqTileFor picks for their
+// rows together.
+func (d *Device) matMulHalfQs(ops []MatMulOp) error {
+	rows := 0
+	for _, op := range ops {
+		rows += op.W.Rows
+	}
+	return d.matMulHalfQIn(ops, mmhqTileFor(ops[0].X.Rows, rows, d.ctx.Multiprocessors()))
 }
 
-// matMulHalfQIn runs op in tiles of tile (one of mmhqTiles).
-func (d *Device) matMulHalfQIn(op MatMulOp, tile mmhTile) error {
+// matMulHalfQIn runs ops (one to three products of one input, as
+// matMulHalfQs) in tiles of tile (one of mmhqTiles).
+func (d *Device) matMulHalfQIn(ops []MatMulOp, tile mmhTile) error {
+	if len(ops) < 1 || len(ops) > 3 {
+		return fmt.Errorf("kernels: matmul q16: %d matrices in one product: want 1 to 3", len(ops))
+	}
+	op := ops[0]
 	kind, err := op.checkHalfQ()
 	if err != nil {
 		return err
 	}
-	if shared := mmhqShared(kind, tile); shared > d.maxShared {
-		return fmt.Errorf("kernels: matmul q16: tile %v of %s needs %d bytes of shared memory, the device gives a block %d", tile, kind, shared, d.maxShared)
-	}
 	rb, err := op.W.RowBytes()
 	if err != nil {
 		return fmt.Errorf("kernels: matmul q16: %w", err)
+	}
+	tiles := 0
+	for i := range ops {
+		k, err := ops[i].checkHalfQ()
+		if err != nil {
+			return err
+		}
+		o := ops[i]
+		orb, err := o.W.RowBytes()
+		if err != nil {
+			return fmt.Errorf("kernels: matmul q16: %w", err)
+		}
+		if k != kind || orb != rb || o.X != op.X || o.Residual != op.Residual || o.Scratch != op.Scratch {
+			return fmt.Errorf("kernels: matmul q16: matrix %d of a product: %s with rows of %d bytes, or another input, residual or scratch, beside the first's %s of %d", i, k, orb, kind, rb)
+		}
+		tiles += ceilDiv(o.W.Rows, tile.rows)
+	}
+	if tiles > 65535 {
+		return fmt.Errorf("kernels: matmul q16: %d tiles of %d weight rows: at most 65535", tiles, tile.rows)
+	}
+	if shared := mmhqShared(kind, tile); shared > d.maxShared {
+		return fmt.Errorf("kernels: matmul q16: tile %v of %s needs %d bytes of shared memory, the device gives a block %d", tile, kind, shared, d.maxShared)
 	}
 	B, cols := op.X.Rows, op.W.Cols
 	n8 := int64(B) * int64(cols) / 8
@@ -125,8 +165,15 @@ func (d *Device) matMulHalfQIn(op MatMulOp, tile mmhTile) error {
 	p := mmhqParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr), RowBytes: rb,
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), Accumulate: int32(boolInt(op.Residual)),
+		NSeg: int32(len(ops)),
+	}
+	if len(ops) > 1 {
+		p.W1, p.Y1, p.Rows1 = uint64(ops[1].W.Ptr), uint64(ops[1].Y.Ptr), int32(ops[1].W.Rows)
+	}
+	if len(ops) > 2 {
+		p.W2, p.Y2, p.Rows2 = uint64(ops[2].W.Ptr), uint64(ops[2].Y.Ptr), int32(ops[2].W.Rows)
 	}
 	name := "mmhq_" + kind + "_" + tile.String()
-	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: ceilDiv(op.W.Rows, tile.rows)}, cuda.Dim3{X: tile.threads()},
+	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
 		mmhqShared(kind, tile), p.args()...)
 }

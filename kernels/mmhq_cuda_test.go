@@ -27,6 +27,14 @@ func TestGPUMatMulQ16Layout(t *testing.T) {
 		{"cols", unsafe.Offsetof(p.Cols)},
 		{"batch", unsafe.Offsetof(p.Batch)},
 		{"accumulate", unsafe.Offsetof(p.Accumulate)},
+		{"nseg", unsafe.Offsetof(p.NSeg)},
+		{"pad", unsafe.Offsetof(p.Pad)},
+		{"w1", unsafe.Offsetof(p.W1)},
+		{"w2", unsafe.Offsetof(p.W2)},
+		{"y1", unsafe.Offsetof(p.Y1)},
+		{"y2", unsafe.Offsetof(p.Y2)},
+		{"rows1", unsafe.Offsetof(p.Rows1)},
+		{"rows2", unsafe.Offsetof(p.Rows2)},
 		{"MMHQ_BK", mmhqBK},
 		{"MMHQ_PAD", mmhPad},
 	}
@@ -34,6 +42,37 @@ func TestGPUMatMulQ16Layout(t *testing.T) {
 		want = append(want, layoutField{"stride " + k.name, uintptr(k.stride)})
 	}
 	checkLayout(t, "mmhq_layout", want)
+}
+
+// TestGPUMatMulQ16Segments checks the quantized 16-bit products of one
+// input with three matrices of one layout in one launch against each
+// product alone (checkSegments), for every layout, and that a launch
+// refuses matrices of two layouts.
+func TestGPUMatMulQ16Segments(t *testing.T) {
+	const cols = 512
+	for _, k := range mmhqKinds {
+		t.Run(k.name, func(t *testing.T) {
+			var tiles []mmhTile
+			for _, tile := range mmhqTiles {
+				if mmhqShared(k.name, tile) <= dev.maxShared {
+					tiles = append(tiles, tile)
+				}
+			}
+			checkSegments(t, k.typ, k.wide, cols, tiles, dev.matMulHalfQIn)
+		})
+	}
+	g := newBuffers(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := g.f32(randF32(rng, 4*cols), 4, cols)
+	scratch := g.poisoned(1, int(MatMulHalfScratchBytes(4, cols)/4))
+	var ops []MatMulOp
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ8_0} {
+		w := g.matrix(typ, randomRows(rng, typ, 64, cols), 64, cols, false)
+		ops = append(ops, MatMulOp{W: w, X: x, Y: g.poisoned(4, 64), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(4, cols)})
+	}
+	if err := dev.matMulHalfQIn(ops, mmhqTiles[len(mmhqTiles)-1]); err == nil {
+		t.Error("q4_k and q8_0 matrices in one launch: no error")
+	}
 }
 
 // mmhqBatches are the batches TestGPUMatMulQ16 runs every shape at, and
@@ -84,7 +123,7 @@ func TestGPUMatMulQ16(t *testing.T) {
 				t.Logf("%s tile %v: %d bytes of shared memory, more than this device gives a block (%d)", k.name, tile, n, dev.maxShared)
 				continue
 			}
-			paths = append(paths, path{tile.String(), func(op MatMulOp) error { return dev.matMulHalfQIn(op, tile) }})
+			paths = append(paths, path{tile.String(), func(op MatMulOp) error { return dev.matMulHalfQIn([]MatMulOp{op}, tile) }})
 		}
 		paths = append(paths, path{"picked", dev.matMulHalfQ})
 		for _, shape := range shapes {
@@ -112,14 +151,14 @@ func TestGPUMatMulQ16(t *testing.T) {
 				sb := int64(scratch.Len()) * 4
 				y0 := g.poisoned(maxB, rows)
 				small := mmhqTiles[len(mmhqTiles)-1]
-				if err := dev.matMulHalfQIn(MatMulOp{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: sb}, small); err != nil {
+				if err := dev.matMulHalfQIn([]MatMulOp{{W: w, X: dx, Y: y0, Scratch: scratch.Ptr, ScratchBytes: sb}}, small); err != nil {
 					t.Fatal(err)
 				}
 				baseline := read(t, y0)
 				if k.wide {
 					ws := g.matrix(k.typ, data, rows, cols, false)
 					y1 := g.poisoned(maxB, rows)
-					if err := dev.matMulHalfQIn(MatMulOp{W: ws, X: dx, Y: y1, Scratch: scratch.Ptr, ScratchBytes: sb}, small); err != nil {
+					if err := dev.matMulHalfQIn([]MatMulOp{{W: ws, X: dx, Y: y1, Scratch: scratch.Ptr, ScratchBytes: sb}}, small); err != nil {
 						t.Fatal(err)
 					}
 					if n := mmqDiffer(baseline, read(t, y1)); n > 0 {
@@ -333,7 +372,7 @@ func BenchmarkGPUMatMulQ16(b *testing.B) {
 				paths := []benchPath{{"mmq-default", func() error { return dev.MatMul(op) }}}
 				for _, tile := range mmhqTiles {
 					if mmhqShared(kind, tile) <= dev.maxShared {
-						paths = append(paths, benchPath{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn(op, tile) }})
+						paths = append(paths, benchPath{"mmhq" + tile.String(), func() error { return dev.matMulHalfQIn([]MatMulOp{op}, tile) }})
 					}
 				}
 				picked := mmhqTileFor(B, rows, dev.Context().Multiprocessors())

@@ -92,7 +92,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	quantized := false // the scratch holds x rounded to 8 bits
 	halfDone := make([]bool, len(op.Segs))
 	for i, s := range op.Segs {
-		mm := MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
+		mm := op.product(i, x)
 		if !halfDone[i] { // else run with an earlier matrix of its type
 			switch op.path(s.W) {
 			case pathInt8:
@@ -114,13 +114,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				// This matrix and the later ones of its type run as one
 				// launch, from one rounding of the input.
 				quantized = false // mmh rounds its input into the same scratch
-				ops := []MatMulOp{mm}
-				for j := i + 1; j < len(op.Segs); j++ {
-					if w := op.Segs[j].W; op.path(w) == pathHalf && w.Type == s.W.Type {
-						ops = append(ops, MatMulOp{W: w, X: x, Y: op.Segs[j].Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes})
-						halfDone[j] = true
-					}
-				}
+				ops := op.launchWith(i, x, halfDone, func(w DevMatrix) bool { return w.Type == s.W.Type })
 				if err := d.matMulHalfs(ops); err != nil {
 					return err
 				}
@@ -128,13 +122,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				// This matrix and the later ones of its layout and row
 				// size run as one launch, from one rounding of the input.
 				quantized = false // mmhq rounds its input into the same scratch
-				ops := []MatMulOp{mm}
-				for j := i + 1; j < len(op.Segs); j++ {
-					if w := op.Segs[j].W; op.path(w) == pathHalfQ && sameQ16Layout(w, s.W) {
-						ops = append(ops, MatMulOp{W: w, X: x, Y: op.Segs[j].Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes})
-						halfDone[j] = true
-					}
-				}
+				ops := op.launchWith(i, x, halfDone, func(w DevMatrix) bool { return sameQ16Layout(w, s.W) })
 				if err := d.matMulHalfQs(ops); err != nil {
 					return err
 				}
@@ -152,6 +140,27 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		}
 	}
 	return nil
+}
+
+// product is matrix i of op as one product of input x.
+func (op *MatMulsOp) product(i int, x DevF32) MatMulOp {
+	s := op.Segs[i]
+	return MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
+}
+
+// launchWith is matrix i of op and the later matrices on its path that
+// same says one launch may run with it, as products of input x; it marks
+// those later ones in done.
+func (op *MatMulsOp) launchWith(i int, x DevF32, done []bool, same func(DevMatrix) bool) []MatMulOp {
+	path := op.path(op.Segs[i].W)
+	ops := []MatMulOp{op.product(i, x)}
+	for j := i + 1; j < len(op.Segs); j++ {
+		if w := op.Segs[j].W; op.path(w) == path && same(w) {
+			ops = append(ops, op.product(j, x))
+			done[j] = true
+		}
+	}
+	return ops
 }
 
 // sameQ16Layout says whether mmhq.cu reads a and b in one launch: the

@@ -126,3 +126,12 @@ template <int BM, class WT, class P> static __device__ __forceinline__ Mma16Seg<
 template <class P> static __device__ __forceinline__ float *mma16_segment_y(const P &p, int s) {
   return s == 0 ? p.y : s == 1 ? p.y1 : p.y2;
 }
+
+// MMA16_SEG_LAYOUT writes the offsets of P's w1, w2, y1, y2, rows1 and rows2
+// to out[i..i+5], for the layout kernels (mmh_layout, mmhq_layout).
+#define MMA16_SEG_LAYOUT(out, i, P)                                                                  \
+  do {                                                                                             \
+    (out)[(i)] = offsetof(P, w1), (out)[(i) + 1] = offsetof(P, w2), (out)[(i) + 2] = offsetof(P, y1); \
+    (out)[(i) + 3] = offsetof(P, y2), (out)[(i) + 4] = offsetof(P, rows1);                          \
+    (out)[(i) + 5] = offsetof(P, rows2);                                                           \
+  } while (0)

@@ -81,12 +81,7 @@ extern "C" __global__ void mmh_layout(int *out) {
   out[7] = offsetof(MmhParams, accumulate);
   out[8] = offsetof(MmhParams, type);
   out[9] = offsetof(MmhParams, nseg);
-  out[10] = offsetof(MmhParams, w1);
-  out[11] = offsetof(MmhParams, w2);
-  out[12] = offsetof(MmhParams, y1);
-  out[13] = offsetof(MmhParams, y2);
-  out[14] = offsetof(MmhParams, rows1);
-  out[15] = offsetof(MmhParams, rows2);
+  MMA16_SEG_LAYOUT(out, 10, MmhParams);
   out[16] = MMH_BK;
   out[17] = MMH_STAGES;
   out[18] = MMH_PAD;

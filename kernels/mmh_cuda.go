@@ -27,10 +27,36 @@ type mmhParams struct {
 	Accumulate int32
 	Type       int32
 	NSeg       int32
-	W1, W2     uint64 // const uint16_t *w1, *w2
-	Y1, Y2     uint64 // float *y1, *y2
-	Rows1      int32
-	Rows2      int32
+	mmSegs
+}
+
+// mmSegs mirrors the fields of MmhParams and MmhqParams after nseg: the
+// second and third matrices of a launch, their results and rows.
+type mmSegs struct {
+	W1, W2       uint64 // const uint16_t *w1, *w2 (MmhqParams: const uint8_t *)
+	Y1, Y2       uint64 // float *y1, *y2
+	Rows1, Rows2 int32
+}
+
+// segsOf is the mmSegs of a launch of ops (one to three).
+func segsOf(ops []MatMulOp) mmSegs {
+	var s mmSegs
+	if len(ops) > 1 {
+		s.W1, s.Y1, s.Rows1 = uint64(ops[1].W.Ptr), uint64(ops[1].Y.Ptr), int32(ops[1].W.Rows)
+	}
+	if len(ops) > 2 {
+		s.W2, s.Y2, s.Rows2 = uint64(ops[2].W.Ptr), uint64(ops[2].Y.Ptr), int32(ops[2].W.Rows)
+	}
+	return s
+}
+
+// opsRows is the weight rows of ops together.
+func opsRows(ops []MatMulOp) int {
+	rows := 0
+	for _, op := range ops {
+		rows += op.W.Rows
+	}
+	return rows
 }
 
 // mmhParamsSize is sizeof(MmhParams).
@@ -116,11 +142,7 @@ func (d *Device) matMulHalf(op MatMulOp) error { return d.matMulHalfs([]MatMulOp
 // rounding of X and one launch, in the tile mmhTileFor picks for their rows
 // together.
 func (d *Device) matMulHalfs(ops []MatMulOp) error {
-	rows := 0
-	for _, op := range ops {
-		rows += op.W.Rows
-	}
-	return d.matMulHalfIn(ops, mmhTileFor(ops[0].X.Rows, rows, d.ctx.Multiprocessors()))
+	return d.matMulHalfIn(ops, mmhTileFor(ops[0].X.Rows, opsRows(ops), d.ctx.Multiprocessors()))
 }
 
 // mmhConvertBlocks caps the grid of mmh_convert, which loops over the rest.
@@ -161,13 +183,7 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 	p := mmhParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr),
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B),
-		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type), NSeg: int32(len(ops)),
-	}
-	if len(ops) > 1 {
-		p.W1, p.Y1, p.Rows1 = uint64(ops[1].W.Ptr), uint64(ops[1].Y.Ptr), int32(ops[1].W.Rows)
-	}
-	if len(ops) > 2 {
-		p.W2, p.Y2, p.Rows2 = uint64(ops[2].W.Ptr), uint64(ops[2].Y.Ptr), int32(ops[2].W.Rows)
+		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type), NSeg: int32(len(ops)), mmSegs: segsOf(ops),
 	}
 	name := "mmh_" + typ + "_" + tile.String()
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -19,7 +20,7 @@ import (
 // MMH_BK, MMH_STAGES and MMH_PAD.
 func TestGPUMatMulHalfLayout(t *testing.T) {
 	var p mmhParams
-	checkLayout(t, "mmh_layout", []layoutField{
+	checkLayout(t, "mmh_layout", slices.Concat([]layoutField{
 		{"sizeof", unsafe.Sizeof(p)},
 		{"w", unsafe.Offsetof(p.W)},
 		{"x", unsafe.Offsetof(p.X)},
@@ -30,16 +31,26 @@ func TestGPUMatMulHalfLayout(t *testing.T) {
 		{"accumulate", unsafe.Offsetof(p.Accumulate)},
 		{"type", unsafe.Offsetof(p.Type)},
 		{"nseg", unsafe.Offsetof(p.NSeg)},
-		{"w1", unsafe.Offsetof(p.W1)},
-		{"w2", unsafe.Offsetof(p.W2)},
-		{"y1", unsafe.Offsetof(p.Y1)},
-		{"y2", unsafe.Offsetof(p.Y2)},
-		{"rows1", unsafe.Offsetof(p.Rows1)},
-		{"rows2", unsafe.Offsetof(p.Rows2)},
+	}, segFields(unsafe.Offsetof(p.mmSegs)), []layoutField{
 		{"MMH_BK", mmhBK},
 		{"MMH_STAGES", mmhStages},
 		{"MMH_PAD", mmhPad},
-	})
+	}))
+}
+
+// segFields are the layout fields of an mmSegs at offset base of a
+// parameter struct, in the order of the C structs (w1, w2, y1, y2, rows1,
+// rows2).
+func segFields(base uintptr) []layoutField {
+	var s mmSegs
+	return []layoutField{
+		{"w1", base + unsafe.Offsetof(s.W1)},
+		{"w2", base + unsafe.Offsetof(s.W2)},
+		{"y1", base + unsafe.Offsetof(s.Y1)},
+		{"y2", base + unsafe.Offsetof(s.Y2)},
+		{"rows1", base + unsafe.Offsetof(s.Rows1)},
+		{"rows2", base + unsafe.Offsetof(s.Rows2)},
+	}
 }
 
 // mmhRound is x rounded to the 16-bit type typ and widened back, as

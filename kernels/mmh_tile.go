@@ -68,21 +68,28 @@ func (t mmhTile) shared() int { return t.stages * (t.rows + t.batch) * t.lds() *
 func (t mmhTile) blocks(rows, B int) int { return ceilDivHalf(rows, t.rows) * ceilDivHalf(B, t.batch) }
 
 // mmhTileFor is the tile a product of B activation rows over rows weight
-// rows runs in on a device of sms multiprocessors: the first of mmhTiles
-// (two blocks a multiprocessor) where B fills its batch tile and its grid
-// has a block for every second multiprocessor, else the largest of the
-// others whose grid has a block for every multiprocessor, else the
-// smallest.
-func mmhTileFor(B, rows, sms int) mmhTile {
-	if big := mmhTiles[0]; B >= big.batch && 2*big.blocks(rows, B) >= sms {
+// rows runs in on a device of sms multiprocessors: pickTile over the
+// picked tiles.
+func mmhTileFor(B, rows, sms int) mmhTile { return pickTile(mmhTiles[:mmhPicked], B, rows, sms) }
+
+// pickTile is the tile of tiles (largest first, the first two blocks a
+// multiprocessor) a product of B activation rows over rows weight rows
+// runs in on sms multiprocessors: the first where B fills its batch tile
+// and its grid has a block for every second multiprocessor, else the
+// largest of the others whose grid has a block for every multiprocessor,
+// else the last. (At 512 tokens the two-a-multiprocessor tile measured
+// best with 128 blocks, 4096 × 4096 and 4096 × 14336, where a block for
+// every multiprocessor took 128 × 64.)
+func pickTile(tiles []mmhTile, B, rows, sms int) mmhTile {
+	if big := tiles[0]; B >= big.batch && 2*big.blocks(rows, B) >= sms {
 		return big
 	}
-	for _, t := range mmhTiles[1:mmhPicked] {
+	for _, t := range tiles[1:] {
 		if t.blocks(rows, B) >= sms {
 			return t
 		}
 	}
-	return mmhTiles[mmhPicked-1]
+	return tiles[len(tiles)-1]
 }
 
 // ceilDivHalf is ⌈a/b⌉ for positive b (the untagged twin of ceilDiv).

@@ -395,30 +395,35 @@ func TestMatMulHalfTileModel(t *testing.T) {
 	}
 }
 
-// TestMatMulHalfTileFor checks the tile choice: the two-a-multiprocessor
-// tile where the batch fills it and its grid covers half the
-// multiprocessors, else the largest other whose grid covers them all, else
-// the smallest, and every tile's
-// shared memory within the H200's 227 KiB a block.
+// TestMatMulHalfTileFor checks the tile choice of both 16-bit products
+// (pickTile over mmhTiles' picked tiles and over mmhqTiles): the
+// two-a-multiprocessor tile where the batch fills it and its grid covers
+// half the multiprocessors, else the largest other whose grid covers them
+// all, else the smallest; and every tile's shared memory within the
+// H200's 227 KiB a block.
 func TestMatMulHalfTileFor(t *testing.T) {
 	cases := []struct {
 		B, rows, sms int
-		want         string
+		half, q16    string
 	}{
-		{512, 14336, 132, "128x128_64x64_k64s3"},
-		{512, 4096, 132, "128x128_64x64_k64s3"},
-		{512, 1024, 132, "64x64_32x32"},
-		{128, 14336, 132, "128x128_64x64_k64s3"},
-		{127, 14336, 132, "128x64_64x32"},
-		{128, 4096, 132, "64x64_32x32"},
-		{64, 14336, 132, "64x64_32x32"},
-		{1, 4096, 132, "64x64_32x32"},
-		{1, 1, 132, "64x64_32x32"},
-		{513, 4096, 132, "128x128_64x64_k64s3"},
+		{512, 14336, 132, "128x128_64x64_k64s3", "128x128_64x32_k64s3"},
+		{512, 4096, 132, "128x128_64x64_k64s3", "128x128_64x32_k64s3"},
+		{513, 4096, 132, "128x128_64x64_k64s3", "128x128_64x32_k64s3"},
+		{512, 2048, 132, "64x64_32x32", "64x64_32x32_k64s3"},
+		{512, 1024, 132, "64x64_32x32", "64x64_32x32_k64s3"},
+		{128, 14336, 132, "128x128_64x64_k64s3", "128x128_64x32_k64s3"},
+		{127, 14336, 132, "128x64_64x32", "128x64_64x32_k64s3"},
+		{128, 4096, 132, "64x64_32x32", "64x64_32x32_k64s3"},
+		{64, 14336, 132, "64x64_32x32", "64x64_32x32_k64s3"},
+		{1, 4096, 132, "64x64_32x32", "64x64_32x32_k64s3"},
+		{1, 1, 132, "64x64_32x32", "64x64_32x32_k64s3"},
 	}
 	for _, c := range cases {
-		if got := mmhTileFor(c.B, c.rows, c.sms).String(); got != c.want {
-			t.Errorf("B %d, %d rows, %d SMs: tile %s, want %s", c.B, c.rows, c.sms, got, c.want)
+		if got := mmhTileFor(c.B, c.rows, c.sms).String(); got != c.half {
+			t.Errorf("16-bit, B %d, %d rows, %d SMs: tile %s, want %s", c.B, c.rows, c.sms, got, c.half)
+		}
+		if got := mmhqTileFor(c.B, c.rows, c.sms).String(); got != c.q16 {
+			t.Errorf("quantized, B %d, %d rows, %d SMs: tile %s, want %s", c.B, c.rows, c.sms, got, c.q16)
 		}
 	}
 	for _, tile := range mmhTiles {
@@ -427,29 +432,6 @@ func TestMatMulHalfTileFor(t *testing.T) {
 		}
 		if tile.rows%tile.warpRows != 0 || tile.batch%tile.warpBatch != 0 || tile.warpRows%16 != 0 || tile.warpBatch%16 != 0 {
 			t.Errorf("%v: warp tile %d×%d does not divide it in m16 and n16 steps", tile, tile.warpRows, tile.warpBatch)
-		}
-	}
-}
-
-// TestMatMulQ16TileFor checks the tile choice of the quantized 16-bit
-// products, mmhTileFor's rule over mmhqTiles.
-func TestMatMulQ16TileFor(t *testing.T) {
-	cases := []struct {
-		B, rows, sms int
-		want         string
-	}{
-		{512, 14336, 132, "128x128_64x32_k64s3"},
-		{512, 4096, 132, "128x128_64x32_k64s3"},
-		{512, 1024, 132, "64x64_32x32_k64s3"},
-		{512, 2048, 132, "64x64_32x32_k64s3"},
-		{128, 4096, 132, "64x64_32x32_k64s3"},
-		{127, 14336, 132, "128x64_64x32_k64s3"},
-		{64, 14336, 132, "64x64_32x32_k64s3"},
-		{1, 1, 132, "64x64_32x32_k64s3"},
-	}
-	for _, c := range cases {
-		if got := mmhqTileFor(c.B, c.rows, c.sms).String(); got != c.want {
-			t.Errorf("B %d, %d rows, %d SMs: tile %s, want %s", c.B, c.rows, c.sms, got, c.want)
 		}
 	}
 }

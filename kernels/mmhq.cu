@@ -343,12 +343,7 @@ extern "C" __global__ void mmhq_layout(int *out) {
   out[8] = offsetof(MmhqParams, accumulate);
   out[9] = offsetof(MmhqParams, nseg);
   out[10] = offsetof(MmhqParams, pad);
-  out[11] = offsetof(MmhqParams, w1);
-  out[12] = offsetof(MmhqParams, w2);
-  out[13] = offsetof(MmhqParams, y1);
-  out[14] = offsetof(MmhqParams, y2);
-  out[15] = offsetof(MmhqParams, rows1);
-  out[16] = offsetof(MmhqParams, rows2);
+  MMA16_SEG_LAYOUT(out, 11, MmhqParams);
   out[17] = MMHQ_BK;
   out[18] = MMHQ_PAD;
   out[19] = WRaw<T_Q4_0>::stride;

@@ -30,10 +30,7 @@ type mmhqParams struct {
 	Accumulate int32
 	NSeg       int32
 	Pad        int32
-	W1, W2     uint64 // const uint8_t *w1, *w2
-	Y1, Y2     uint64 // float *y1, *y2
-	Rows1      int32
-	Rows2      int32
+	mmSegs
 }
 
 // mmhqParamsSize is sizeof(MmhqParams).
@@ -111,11 +108,7 @@ func (d *Device) matMulHalfQ(op MatMulOp) error { return d.matMulHalfQs([]MatMul
 // rounding of X and one launch, in the tile mmhqTileFor picks for their
 // rows together.
 func (d *Device) matMulHalfQs(ops []MatMulOp) error {
-	rows := 0
-	for _, op := range ops {
-		rows += op.W.Rows
-	}
-	return d.matMulHalfQIn(ops, mmhqTileFor(ops[0].X.Rows, rows, d.ctx.Multiprocessors()))
+	return d.matMulHalfQIn(ops, mmhqTileFor(ops[0].X.Rows, opsRows(ops), d.ctx.Multiprocessors()))
 }
 
 // matMulHalfQIn runs ops (one to three products of one input, as
@@ -165,13 +158,7 @@ func (d *Device) matMulHalfQIn(ops []MatMulOp, tile mmhTile) error {
 	p := mmhqParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr), RowBytes: rb,
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B), Accumulate: int32(boolInt(op.Residual)),
-		NSeg: int32(len(ops)),
-	}
-	if len(ops) > 1 {
-		p.W1, p.Y1, p.Rows1 = uint64(ops[1].W.Ptr), uint64(ops[1].Y.Ptr), int32(ops[1].W.Rows)
-	}
-	if len(ops) > 2 {
-		p.W2, p.Y2, p.Rows2 = uint64(ops[2].W.Ptr), uint64(ops[2].Y.Ptr), int32(ops[2].W.Rows)
+		NSeg: int32(len(ops)), mmSegs: segsOf(ops),
 	}
 	name := "mmhq_" + kind + "_" + tile.String()
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},

@@ -29,15 +29,9 @@ func TestGPUMatMulQ16Layout(t *testing.T) {
 		{"accumulate", unsafe.Offsetof(p.Accumulate)},
 		{"nseg", unsafe.Offsetof(p.NSeg)},
 		{"pad", unsafe.Offsetof(p.Pad)},
-		{"w1", unsafe.Offsetof(p.W1)},
-		{"w2", unsafe.Offsetof(p.W2)},
-		{"y1", unsafe.Offsetof(p.Y1)},
-		{"y2", unsafe.Offsetof(p.Y2)},
-		{"rows1", unsafe.Offsetof(p.Rows1)},
-		{"rows2", unsafe.Offsetof(p.Rows2)},
-		{"MMHQ_BK", mmhqBK},
-		{"MMHQ_PAD", mmhPad},
 	}
+	want = append(want, segFields(unsafe.Offsetof(p.mmSegs))...)
+	want = append(want, layoutField{"MMHQ_BK", mmhqBK}, layoutField{"MMHQ_PAD", mmhPad})
 	for _, k := range mmhqKinds {
 		want = append(want, layoutField{"stride " + k.name, uintptr(k.stride)})
 	}

@@ -80,21 +80,6 @@ func mmhqShared(kind string, t mmhTile) int {
 }
 
 // mmhqTileFor is the tile a product of B activation rows over rows weight
-// rows runs in on a device of sms multiprocessors, by mmhTileFor's rule:
-// the first tile (two blocks a multiprocessor) where B fills its batch tile
-// and its grid has a block for every second multiprocessor, else the
-// largest other whose grid has a block for every multiprocessor, else the
-// smallest. (The 16-bit products measured the two-a-multiprocessor tile
-// best at 4096 × 4096 and 4096 × 14336 with 128 blocks, where the rule
-// before, a block for every multiprocessor, took 128 × 64.)
-func mmhqTileFor(B, rows, sms int) mmhTile {
-	if big := mmhqTiles[0]; B >= big.batch && 2*big.blocks(rows, B) >= sms {
-		return big
-	}
-	for _, t := range mmhqTiles[1:] {
-		if t.blocks(rows, B) >= sms {
-			return t
-		}
-	}
-	return mmhqTiles[len(mmhqTiles)-1]
-}
+// rows runs in on a device of sms multiprocessors: pickTile over
+// mmhqTiles, as the 16-bit products pick.
+func mmhqTileFor(B, rows, sms int) mmhTile { return pickTile(mmhqTiles, B, rows, sms) }

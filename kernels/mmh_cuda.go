@@ -62,9 +62,15 @@ func opsRows(ops []MatMulOp) int {
 // mmhParamsSize is sizeof(MmhParams).
 const mmhParamsSize = 88
 
-// Compile-time check of the size the launch copies.
+// Compile-time checks of the size the launch copies and of the offsets
+// mmh.cu's static_asserts pin (rows at 24, nseg at 44, w1 at 48, rows2 at
+// 84).
 var _ [mmhParamsSize - unsafe.Sizeof(mmhParams{})]struct{}
 var _ [unsafe.Sizeof(mmhParams{}) - mmhParamsSize]struct{}
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.Rows)-24]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.NSeg)-44]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.W1)-48]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.Rows2)-84]
 
 // args packs p into the 8-byte parameter slots of a launch: the driver
 // reads the struct's bytes from the first slot on.

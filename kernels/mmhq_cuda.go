@@ -36,9 +36,15 @@ type mmhqParams struct {
 // mmhqParamsSize is sizeof(MmhqParams).
 const mmhqParamsSize = 96
 
-// Compile-time check of the size the launch copies.
+// Compile-time checks of the size the launch copies and of the offsets
+// mmhq.cu's static_asserts pin (row_bytes at 24, accumulate at 44, rows2 at
+// 92), and w1 at 56.
 var _ [mmhqParamsSize - unsafe.Sizeof(mmhqParams{})]struct{}
 var _ [unsafe.Sizeof(mmhqParams{}) - mmhqParamsSize]struct{}
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhqParams{}.RowBytes)-24]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhqParams{}.Accumulate)-44]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhqParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.W1)-56]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhqParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.Rows2)-92]
 
 // args packs p into the 8-byte parameter slots of a launch: the driver
 // reads the struct's bytes from the first slot on.

@@ -90,10 +90,10 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 		x, mode = op.Temp.Slice(0, op.X.Rows), prepPlain
 	}
 	quantized := false // the scratch holds x rounded to 8 bits
-	halfDone := make([]bool, len(op.Segs))
+	launched := make([]bool, len(op.Segs))
 	for i, s := range op.Segs {
 		mm := op.product(i, x)
-		if !halfDone[i] { // else run with an earlier matrix of its type
+		if !launched[i] { // else it ran in the launch of an earlier matrix
 			switch op.path(s.W) {
 			case pathInt8:
 				if _, err := mm.check(); err != nil {
@@ -114,7 +114,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				// This matrix and the later ones of its type run as one
 				// launch, from one rounding of the input.
 				quantized = false // mmh rounds its input into the same scratch
-				ops := op.launchWith(i, x, halfDone, func(w DevMatrix) bool { return w.Type == s.W.Type })
+				ops := op.launchWith(i, x, launched, func(w DevMatrix) bool { return w.Type == s.W.Type })
 				if err := d.matMulHalfs(ops); err != nil {
 					return err
 				}
@@ -122,7 +122,7 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 				// This matrix and the later ones of its layout and row
 				// size run as one launch, from one rounding of the input.
 				quantized = false // mmhq rounds its input into the same scratch
-				ops := op.launchWith(i, x, halfDone, func(w DevMatrix) bool { return sameQ16Layout(w, s.W) })
+				ops := op.launchWith(i, x, launched, func(w DevMatrix) bool { return sameQ16Layout(w, s.W) })
 				if err := d.matMulHalfQs(ops); err != nil {
 					return err
 				}

@@ -154,36 +154,61 @@ func (d *Device) matMulHalfs(ops []MatMulOp) error {
 // mmhConvertBlocks caps the grid of mmh_convert, which loops over the rest.
 const mmhConvertBlocks = 4096
 
+// launchTiles checks ops, the one to three products of one launch of a
+// 16-bit product (what names it in errors): each by check, and all with
+// the first's input, residual add and scratch; it returns their row tiles
+// of rows rows together, the launch's grid rows (at most 65535).
+func launchTiles(what string, ops []MatMulOp, rows int, check func(MatMulOp) error) (int, error) {
+	if len(ops) < 1 || len(ops) > 3 {
+		return 0, fmt.Errorf("kernels: %s: %d matrices in one launch: want 1 to 3", what, len(ops))
+	}
+	tiles := 0
+	for i, o := range ops {
+		if err := check(o); err != nil {
+			return 0, err
+		}
+		if o.X != ops[0].X || o.Residual != ops[0].Residual || o.Scratch != ops[0].Scratch {
+			return 0, fmt.Errorf("kernels: %s: matrix %d of one launch: another input, residual add or scratch than the first's", what, i)
+		}
+		tiles += ceilDiv(o.W.Rows, rows)
+	}
+	if tiles > 65535 {
+		return 0, fmt.Errorf("kernels: %s: %d tiles of %d weight rows: at most 65535", what, tiles, rows)
+	}
+	return tiles, nil
+}
+
+// convertHalf queues mmh_convert_<typ>: op's input X rounded to the 16-bit
+// type typ ("f16", "bf16") into op's scratch.
+func (d *Device) convertHalf(typ string, op MatMulOp) error {
+	n8 := int64(op.X.Rows) * int64(op.X.Cols) / 8
+	blocks := int(min(int64(mmhConvertBlocks), (n8+255)/256))
+	return d.launch("mmh_convert_"+typ, cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0,
+		cuda.P(op.X.Ptr), cuda.P(op.Scratch), cuda.Arg(uint64(n8)))
+}
+
 // matMulHalfIn runs ops (one to three products of one input, as
 // matMulHalfs) in tiles of tile.
 func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
-	if len(ops) < 1 || len(ops) > 3 {
-		return fmt.Errorf("kernels: matmul: %d matrices in one 16-bit product: want 1 to 3", len(ops))
-	}
-	op := ops[0]
-	tiles := 0
-	for i := range ops {
-		if err := ops[i].checkHalf(); err != nil {
+	tiles, err := launchTiles("matmul", ops, tile.rows, func(o MatMulOp) error {
+		if err := o.checkHalf(); err != nil {
 			return err
 		}
-		o := ops[i]
-		if o.X != op.X || o.Residual != op.Residual || o.Scratch != op.Scratch || o.W.Type != op.W.Type {
-			return fmt.Errorf("kernels: matmul: matrix %d of a 16-bit product: %v with another input, residual, scratch or type than the first's %v", i, o.W.Type, op.W.Type)
+		if o.W.Type != ops[0].W.Type {
+			return fmt.Errorf("kernels: matmul: a %v matrix in one launch with a %v one", o.W.Type, ops[0].W.Type)
 		}
-		tiles += ceilDiv(o.W.Rows, tile.rows)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if tiles > 65535 {
-		return fmt.Errorf("kernels: matmul: %d tiles of %d weight rows: at most 65535", tiles, tile.rows)
-	}
+	op := ops[0]
 	if tile.shared() > d.maxShared {
 		return fmt.Errorf("kernels: matmul: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
 	}
 	typ := mmhTypeName(op.W.Type)
 	B, cols := op.X.Rows, op.W.Cols
-	n8 := int64(B) * int64(cols) / 8
-	blocks := int(min(int64(mmhConvertBlocks), (n8+255)/256))
-	if err := d.launch("mmh_convert_"+typ, cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0,
-		cuda.P(op.X.Ptr), cuda.P(op.Scratch), cuda.Arg(uint64(n8))); err != nil {
+	if err := d.convertHalf(typ, op); err != nil {
 		return err
 	}
 	p := mmhParams{

@@ -120,45 +120,33 @@ func (d *Device) matMulHalfQs(ops []MatMulOp) error {
 // matMulHalfQIn runs ops (one to three products of one input, as
 // matMulHalfQs) in tiles of tile (one of mmhqTiles).
 func (d *Device) matMulHalfQIn(ops []MatMulOp, tile mmhTile) error {
-	if len(ops) < 1 || len(ops) > 3 {
-		return fmt.Errorf("kernels: matmul q16: %d matrices in one product: want 1 to 3", len(ops))
-	}
-	op := ops[0]
-	kind, err := op.checkHalfQ()
-	if err != nil {
-		return err
-	}
-	rb, err := op.W.RowBytes()
-	if err != nil {
-		return fmt.Errorf("kernels: matmul q16: %w", err)
-	}
-	tiles := 0
-	for i := range ops {
-		k, err := ops[i].checkHalfQ()
+	var kind string
+	var rb int64
+	tiles, err := launchTiles("matmul q16", ops, tile.rows, func(o MatMulOp) error {
+		k, err := o.checkHalfQ()
 		if err != nil {
 			return err
 		}
-		o := ops[i]
 		orb, err := o.W.RowBytes()
 		if err != nil {
 			return fmt.Errorf("kernels: matmul q16: %w", err)
 		}
-		if k != kind || orb != rb || o.X != op.X || o.Residual != op.Residual || o.Scratch != op.Scratch {
-			return fmt.Errorf("kernels: matmul q16: matrix %d of a product: %s with rows of %d bytes, or another input, residual or scratch, beside the first's %s of %d", i, k, orb, kind, rb)
+		if kind == "" {
+			kind, rb = k, orb
+		} else if k != kind || orb != rb {
+			return fmt.Errorf("kernels: matmul q16: %s with rows of %d bytes in one launch with %s of %d", k, orb, kind, rb)
 		}
-		tiles += ceilDiv(o.W.Rows, tile.rows)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if tiles > 65535 {
-		return fmt.Errorf("kernels: matmul q16: %d tiles of %d weight rows: at most 65535", tiles, tile.rows)
-	}
+	op := ops[0]
 	if shared := mmhqShared(kind, tile); shared > d.maxShared {
 		return fmt.Errorf("kernels: matmul q16: tile %v of %s needs %d bytes of shared memory, the device gives a block %d", tile, kind, shared, d.maxShared)
 	}
 	B, cols := op.X.Rows, op.W.Cols
-	n8 := int64(B) * int64(cols) / 8
-	blocks := int(min(int64(mmhConvertBlocks), (n8+255)/256))
-	if err := d.launch("mmh_convert_f16", cuda.Dim3{X: blocks}, cuda.Dim3{X: 256}, 0,
-		cuda.P(op.X.Ptr), cuda.P(op.Scratch), cuda.Arg(uint64(n8))); err != nil {
+	if err := d.convertHalf("f16", op); err != nil {
 		return err
 	}
 	p := mmhqParams{

@@ -180,8 +180,9 @@ func (e *GPUEngine) gateUp(l, B int, x kernels.DevF32) error {
 
 // layerMatMul queues transformer block l for a step of many tokens, on the
 // tensor-core products; each product's input (normalized, or SwiGLU) is
-// computed as it is rounded for the product, and the rotation with the
-// cache write runs as a launch of its own.
+// computed as it is rounded for the product (for 16-bit weights the SwiGLU
+// in the gate/up product's epilogue), and the rotation with the cache
+// write runs as a launch of its own.
 func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.DevI32) error {
 	m, s, d, w := e.m, &e.s, e.dev, &e.w.layers[l]
 	q, k, v, xn := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B), s.xn.Slice(0, B)
@@ -210,6 +211,22 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 		return d.MatMuls(o)
 	}); err != nil {
 		return err
+	}
+	if fg, fu, fd := w.mats[model.FFNGate], w.mats[model.FFNUp], w.mats[model.FFNDown]; kernels.HalfGLU(fg, fu, fd) {
+		// 16-bit weights: the gate/up launch writes silu(gate)·up rounded
+		// for the down product, into gate's buffer (half its bytes).
+		if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
+			o := op(x, kernels.MatVecSeg{W: fg, Y: gate}, kernels.MatVecSeg{W: fu, Y: up})
+			o.Norm, o.Eps, o.GLUOut = w.vecs[model.FFNNorm], m.RMSEps, gate.Ptr
+			return d.MatMuls(o)
+		}); err != nil {
+			return err
+		}
+		return e.op(l, "ffn_down+residual", func() error {
+			o := op(kernels.DevF32{Rows: B, Cols: gate.Cols}, kernels.MatVecSeg{W: fd, Y: x})
+			o.Rounded, o.Accumulate = gate.Ptr, true
+			return d.MatMuls(o)
+		})
 	}
 	if err := e.op(l, "ffn_norm+gate_up", func() error {
 		o := op(x, kernels.MatVecSeg{W: w.mats[model.FFNGate], Y: gate}, kernels.MatVecSeg{W: w.mats[model.FFNUp], Y: up})

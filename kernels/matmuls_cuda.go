@@ -35,6 +35,25 @@ type MatMulsOp struct {
 	ScratchBytes int64
 	Temp         DevF32
 	Q16          bool // quantized matrices on the 16-bit tensor cores (mmhq.cu) where they read them
+	// GLUOut, when set, takes the two products of a gate and an up matrix
+	// that HalfGLU accepts as h = silu(gate)·up, B × rows values of their
+	// 16-bit type (rounded to nearest), in one launch: their Y give the
+	// shape only, and neither Bias nor Accumulate applies.
+	GLUOut cuda.DevPtr
+	// Rounded, when set, holds the input already rounded to the matrices'
+	// 16-bit type (B × Cols values, as a GLUOut launch writes them): every
+	// matrix runs on the 16-bit products from it, X gives the shape only,
+	// and Norm and Up must be unset.
+	Rounded cuda.DevPtr
+}
+
+// HalfGLU says whether a layer's gate, up and down matrices run as a GLU
+// launch (MatMulsOp.GLUOut) whose output the down product reads as it is
+// (MatMulsOp.Rounded): all three F16, or all BF16, as the 16-bit products
+// read them, gate and up of one shape and down as wide as they are tall.
+func HalfGLU(gate, up, down DevMatrix) bool {
+	return matMulHalfSupports(gate) && matMulHalfSupports(up) && matMulHalfSupports(down) &&
+		gate.Type == up.Type && up.Type == down.Type && gate.Rows == up.Rows && gate.Cols == up.Cols && down.Cols == gate.Rows
 }
 
 // MatMulsScratchBytes is the scratch a MatMulsOp of B rows of cols values
@@ -57,8 +76,19 @@ func (op *MatMulsOp) check() error {
 	if op.Up.Ptr != 0 && (op.Up.Rows != x.Rows || op.Up.Cols != x.Cols) {
 		return fmt.Errorf("kernels: matmuls: up %d×%d for a gate of %d×%d", op.Up.Rows, op.Up.Cols, x.Rows, x.Cols)
 	}
+	if op.Rounded != 0 && (op.Norm.Ptr != 0 || op.Up.Ptr != 0) {
+		return fmt.Errorf("kernels: matmuls: a rounded input with a norm or a SwiGLU")
+	}
+	if op.GLUOut != 0 {
+		if len(op.Segs) != 2 || !matMulHalfSupports(op.Segs[0].W) || op.Accumulate || op.Segs[0].Bias.Ptr != 0 || op.Segs[1].Bias.Ptr != 0 {
+			return fmt.Errorf("kernels: matmuls: a GLU output for %d matrices (residual %v): want a gate and an up matrix of a 16-bit type, no bias or residual", len(op.Segs), op.Accumulate)
+		}
+	}
 	for _, s := range op.Segs {
 		w, y := s.W, s.Y
+		if op.Rounded != 0 && !matMulHalfSupports(w) {
+			return fmt.Errorf("kernels: matmuls: a rounded input for a %v matrix: want F16 or BF16", w.Type)
+		}
 		if x.Cols != w.Cols || y.Cols != w.Rows || x.Rows != y.Rows || x.Rows < 1 {
 			return fmt.Errorf("kernels: matmuls: W %d×%d, X %d×%d, Y %d×%d: want X B×%d, Y B×%d, B ≥ 1",
 				w.Rows, w.Cols, x.Rows, x.Cols, y.Rows, y.Cols, w.Cols, w.Rows)
@@ -75,6 +105,9 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	if err := op.check(); err != nil {
 		return err
 	}
+	if op.Rounded != 0 {
+		return d.matMulsRounded(op)
+	}
 	mode := prepMode(op)
 	x := op.X
 	// The input goes to Temp as f32 first unless every matrix runs on the
@@ -88,6 +121,9 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 			return err
 		}
 		x, mode = op.Temp.Slice(0, op.X.Rows), prepPlain
+	}
+	if op.GLUOut != 0 {
+		return d.matMulHalfGLU(op.product(0, x), op.product(1, x), op.GLUOut)
 	}
 	quantized := false // the scratch holds x rounded to 8 bits
 	launched := make([]bool, len(op.Segs))
@@ -131,6 +167,29 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 					return err
 				}
 				continue // the matrix-vector kernels add the bias themselves
+			}
+		}
+		if s.Bias.Ptr != 0 {
+			if err := d.AddBias(s.Y, s.Bias); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// matMulsRounded runs op from its Rounded input: its 16-bit matrices of
+// one type as one launch each, and their biases.
+func (d *Device) matMulsRounded(op MatMulsOp) error {
+	launched := make([]bool, len(op.Segs))
+	for i, s := range op.Segs {
+		if !launched[i] {
+			ops := op.launchWith(i, op.X, launched, func(w DevMatrix) bool { return w.Type == s.W.Type })
+			for j := range ops {
+				ops[j].Scratch, ops[j].ScratchBytes, ops[j].Rounded = op.Rounded, MatMulHalfScratchBytes(op.X.Rows, op.X.Cols), true
+			}
+			if err := d.matMulHalfs(ops); err != nil {
+				return err
 			}
 		}
 		if s.Bias.Ptr != 0 {

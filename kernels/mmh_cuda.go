@@ -28,6 +28,9 @@ type mmhParams struct {
 	Type       int32
 	NSeg       int32
 	mmSegs
+	GLU int32  // int glu
+	_   int32  // int pad_
+	H   uint64 // uint16_t *h
 }
 
 // mmSegs mirrors the fields of MmhParams and MmhqParams after nseg: the
@@ -60,17 +63,19 @@ func opsRows(ops []MatMulOp) int {
 }
 
 // mmhParamsSize is sizeof(MmhParams).
-const mmhParamsSize = 88
+const mmhParamsSize = 104
 
 // Compile-time checks of the size the launch copies and of the offsets
 // mmh.cu's static_asserts pin (rows at 24, nseg at 44, w1 at 48, rows2 at
-// 84).
+// 84, glu at 88, h at 96).
 var _ [mmhParamsSize - unsafe.Sizeof(mmhParams{})]struct{}
 var _ [unsafe.Sizeof(mmhParams{}) - mmhParamsSize]struct{}
 var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.Rows)-24]
 var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.NSeg)-44]
 var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.W1)-48]
 var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.mmSegs)+unsafe.Offsetof(mmSegs{}.Rows2)-84]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.GLU)-88]
+var _ = [1]struct{}{}[unsafe.Offsetof(mmhParams{}.H)-96]
 
 // args packs p into the 8-byte parameter slots of a launch: the driver
 // reads the struct's bytes from the first slot on.
@@ -197,6 +202,9 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 		if o.W.Type != ops[0].W.Type {
 			return fmt.Errorf("kernels: matmul: a %v matrix in one launch with a %v one", o.W.Type, ops[0].W.Type)
 		}
+		if tile.pipe && int64(o.W.Rows)*int64(o.W.Cols) >= 1<<32 {
+			return fmt.Errorf("kernels: matmul: tile %v takes matrices of fewer than 2^32 values, not %d×%d", tile, o.W.Rows, o.W.Cols)
+		}
 		return nil
 	})
 	if err != nil {
@@ -208,8 +216,10 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 	}
 	typ := mmhTypeName(op.W.Type)
 	B, cols := op.X.Rows, op.W.Cols
-	if err := d.convertHalf(typ, op); err != nil {
-		return err
+	if !op.Rounded {
+		if err := d.convertHalf(typ, op); err != nil {
+			return err
+		}
 	}
 	p := mmhParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr),
@@ -218,5 +228,57 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 	}
 	name := "mmh_" + typ + "_" + tile.String()
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
+		tile.shared(), p.args()...)
+}
+
+// matMulHalfGLU queues h = silu(gate)·up for one input: gate and up are
+// products of one 16-bit type and shape with one input X (their Y give
+// the shape only), and h, B × rows 16-bit values of that type at a 2-byte
+// aligned address, receives each value rounded to nearest (the input of a
+// down product, MatMulOp.Rounded). One rounding of X and one launch, whose
+// blocks compute half a tile of rows of each matrix, in the tile
+// mmhTileFor picks for both matrices' rows together.
+func (d *Device) matMulHalfGLU(gate, up MatMulOp, h cuda.DevPtr) error {
+	return d.matMulHalfGLUIn(gate, up, h, mmhTileFor(gate.X.Rows, 2*gate.W.Rows, d.ctx.Multiprocessors()))
+}
+
+// matMulHalfGLUIn is matMulHalfGLU in tiles of tile.
+func (d *Device) matMulHalfGLUIn(gate, up MatMulOp, h cuda.DevPtr, tile mmhTile) error {
+	for _, o := range []MatMulOp{gate, up} {
+		if err := o.checkHalf(); err != nil {
+			return fmt.Errorf("kernels: matmul glu: %w", err)
+		}
+	}
+	if gate.W.Type != up.W.Type || gate.W.Rows != up.W.Rows || gate.X != up.X || gate.Scratch != up.Scratch || gate.Residual || up.Residual || gate.Rounded || up.Rounded {
+		return fmt.Errorf("kernels: matmul glu: gate %v %d×%d and up %v %d×%d: want one type and shape, one input and scratch, no residual add",
+			gate.W.Type, gate.W.Rows, gate.W.Cols, up.W.Type, up.W.Rows, up.W.Cols)
+	}
+	if h == 0 || h%2 != 0 {
+		return fmt.Errorf("kernels: matmul glu: output at %#x: want a 2-byte aligned address", uint64(h))
+	}
+	// The up warps leave their accumulators in the stages' shared memory.
+	if !tile.gluOK() {
+		return fmt.Errorf("kernels: matmul glu: tile %v does not split into gate and up halves", tile)
+	}
+	if tile.pipe && int64(gate.W.Rows)*int64(gate.W.Cols) >= 1<<32 {
+		return fmt.Errorf("kernels: matmul glu: tile %v takes matrices of fewer than 2^32 values, not %d×%d", tile, gate.W.Rows, gate.W.Cols)
+	}
+	if tile.shared() > d.maxShared {
+		return fmt.Errorf("kernels: matmul glu: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
+	}
+	tiles := ceilDiv(gate.W.Rows, tile.rows/2)
+	if tiles > 65535 {
+		return fmt.Errorf("kernels: matmul glu: %d tiles of %d weight rows: at most 65535", tiles, tile.rows/2)
+	}
+	typ := mmhTypeName(gate.W.Type)
+	B := gate.X.Rows
+	if err := d.convertHalf(typ, gate); err != nil {
+		return err
+	}
+	p := mmhParams{
+		W: uint64(gate.W.Ptr), X: uint64(gate.Scratch), Rows: int32(gate.W.Rows), Cols: int32(gate.W.Cols), Batch: int32(B),
+		Type: int32(gate.W.Type), NSeg: 2, mmSegs: mmSegs{W1: uint64(up.W.Ptr), Rows1: int32(up.W.Rows)}, GLU: 1, H: uint64(h),
+	}
+	return d.launch("mmh_"+typ+"_"+tile.String(), cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
 		tile.shared(), p.args()...)
 }

@@ -32,6 +32,8 @@ func TestGPUMatMulHalfLayout(t *testing.T) {
 		{"type", unsafe.Offsetof(p.Type)},
 		{"nseg", unsafe.Offsetof(p.NSeg)},
 	}, segFields(unsafe.Offsetof(p.mmSegs)), []layoutField{
+		{"glu", unsafe.Offsetof(p.GLU)},
+		{"h", unsafe.Offsetof(p.H)},
 		{"MMH_BK", mmhBK},
 		{"MMH_STAGES", mmhStages},
 		{"MMH_PAD", mmhPad},

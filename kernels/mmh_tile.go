@@ -19,8 +19,13 @@ const (
 // mmhTile is the tile of Y one block of mmh_<type>_<tile> computes, rows
 // weight rows by batch activation rows, the warp tile (warpRows ×
 // warpBatch) each of its warps computes, and its k staging: bk values a
-// stage, stages stages in flight.
-type mmhTile struct{ rows, batch, warpRows, warpBatch, bk, stages int }
+// stage, stages stages in flight; pipe runs it on mmh_pipe (the next k
+// step's fragments read during this one's products, the copies spread over
+// a stage), which takes matrices of fewer than 2³² values (mmh only).
+type mmhTile struct {
+	rows, batch, warpRows, warpBatch, bk, stages int
+	pipe                                         bool
+}
 
 // mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
 // ones mmhTileFor picks from, largest first, then others compiled to be
@@ -30,10 +35,13 @@ type mmhTile struct{ rows, batch, warpRows, warpBatch, bk, stages int }
 // 260 (best 128×256 k64s3 268), 4096×14336 267 (old 176, others ≤ 213),
 // 6144×4096 219 (best 256×128 k64s3 229).
 var mmhTiles = []mmhTile{
-	{128, 128, 64, 64, 64, 3}, {128, 64, 64, 32, mmhBK, mmhStages}, {64, 64, 32, 32, mmhBK, mmhStages},
-	{128, 128, 64, 32, mmhBK, mmhStages}, {128, 128, 64, 64, mmhBK, mmhStages}, {128, 256, 64, 64, mmhBK, mmhStages},
-	{256, 128, 64, 64, mmhBK, mmhStages}, {64, 64, 32, 32, 64, 4}, {128, 128, 64, 32, 64, 3},
-	{128, 256, 64, 64, 64, 3}, {256, 128, 64, 64, 64, 3}, {128, 256, 64, 64, 64, 4},
+	{128, 128, 64, 64, 64, 3, false}, {128, 64, 64, 32, mmhBK, mmhStages, false}, {64, 64, 32, 32, mmhBK, mmhStages, false},
+	{128, 128, 64, 32, mmhBK, mmhStages, false}, {128, 128, 64, 64, mmhBK, mmhStages, false},
+	{128, 256, 64, 64, mmhBK, mmhStages, false}, {256, 128, 64, 64, mmhBK, mmhStages, false}, {64, 64, 32, 32, 64, 4, false},
+	{128, 128, 64, 32, 64, 3, false}, {128, 256, 64, 64, 64, 3, false}, {256, 128, 64, 64, 64, 3, false},
+	{128, 256, 64, 64, 64, 4, false},
+	{128, 128, 64, 64, 64, 3, true}, {128, 128, 64, 64, 32, 4, true}, {128, 256, 64, 64, 64, 3, true},
+	{256, 128, 64, 64, 64, 3, true}, {128, 256, 64, 64, 32, 4, true},
 }
 
 // mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
@@ -44,14 +52,25 @@ const mmhPicked = 3
 // then _k<bk>s<stages> for a staging other than the default.
 func (t mmhTile) String() string {
 	s := fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
-	if t.bk != mmhBK || t.stages != mmhStages {
+	if t.bk != mmhBK || t.stages != mmhStages || t.pipe {
 		s += fmt.Sprintf("_k%ds%d", t.bk, t.stages)
+	}
+	if t.pipe {
+		s += "p"
 	}
 	return s
 }
 
 // lds is the shared-memory row stride of a stage in 16-bit values.
 func (t mmhTile) lds() int { return t.bk + mmhPad }
+
+// gluOK says whether a GLU launch (mmh.cu's MmhParams.glu) runs in t: its
+// warp rows split into a gate and an up half, each of its copy indices
+// stays in one half, and the up warps' accumulators fit in the stages'
+// shared memory.
+func (t mmhTile) gluOK() bool {
+	return (t.rows/t.warpRows)%2 == 0 && (t.rows/2)%(t.threads()/(t.bk/8)) == 0 && 2*t.rows*t.batch <= t.shared()
+}
 
 // warps is the block's warps: one per warp tile.
 func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpBatch) }

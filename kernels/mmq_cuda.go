@@ -118,12 +118,17 @@ func mmqKQuant(kind string) bool {
 // multiple of 64 values, or Q2_K, Q3_K, Q4_K, Q5_K or Q6_K (as stored, or
 // Q6_K in the wide layout; rows of whole 256-value blocks), at a 16-byte
 // aligned address.
+//
+// For the 16-bit products (mmh.cu), Rounded says that Scratch holds X
+// already rounded to W's type (B × W.Cols values, as a GLU launch writes
+// them, matMulHalfGLU): X gives only the shape, and no rounding runs.
 type MatMulOp struct {
 	W            DevMatrix
 	X, Y         DevF32
 	Residual     bool
 	Scratch      cuda.DevPtr
 	ScratchBytes int64
+	Rounded      bool
 }
 
 // mmqParams mirrors struct MmqParams in mmq.cu field for field; it is

@@ -14,7 +14,7 @@ import (
 
 // fatbins holds the kernels compiled by `make kernels` (scripts/gpu-fatbin.sh).
 //
-//go:embed fatbin/*.fatbin
+//go:embed fatbin/*.fatbin fatbin/*.ptx
 var fatbins embed.FS
 
 // Device is a CUDA device with llmserve's kernels loaded. Its methods queue
@@ -32,6 +32,7 @@ type Device struct {
 	prof      *profile // events and launches of the current (or last) profile
 	maxShared int      // dynamic shared memory the mvq kernels may use
 	resident  map[residentKey]int
+	wgmmaErr  error // why mmw.ptx (the wgmma products) is not loaded; nil when it is
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -131,12 +132,61 @@ func OpenDevice(ordinal int) (*Device, error) {
 			d.kernels[name] = k
 		}
 	}
+	d.wgmmaErr = d.loadWGMMA()
 	ctx.SetOverlap(true)
 	if err := d.optInShared(); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// loadWGMMA loads mmw.ptx, the 16-bit products on wgmma, which the driver
+// compiles for sm_90a: on devices of compute capability 9.0 only. The error
+// says why they are not there; the products then stay on mmh.cu.
+func (d *Device) loadWGMMA() error {
+	if major, minor := d.ctx.Capability(); major != 9 || minor != 0 {
+		return fmt.Errorf("kernels: the wgmma products need compute capability 9.0, not %d.%d", major, minor)
+	}
+	ptx, err := fatbins.ReadFile("fatbin/mmw.ptx")
+	if err != nil {
+		return fmt.Errorf("kernels: embedded mmw.ptx: %w", err)
+	}
+	m, err := d.ctx.LoadModule(append(ptx[:len(ptx):len(ptx)], 0)) // PTX text, NUL-terminated
+	if err != nil {
+		return fmt.Errorf("kernels: load mmw.ptx (compiled by the driver for sm_90a): %w", err)
+	}
+	kernels := map[string]*cuda.Kernel{}
+	for _, name := range mmwKernelNames() {
+		k, err := m.Kernel(name)
+		if err == nil {
+			err = k.SetMaxDynamicShared(d.maxSharedOptIn())
+		}
+		if err != nil {
+			m.Unload()
+			return fmt.Errorf("kernels: mmw.ptx: %w", err)
+		}
+		kernels[name] = k
+	}
+	d.mods = append(d.mods, m)
+	for name, k := range kernels {
+		d.kernels[name] = k
+	}
+	return nil
+}
+
+// WGMMA is nil when the 16-bit products may run on wgmma (mmw.ptx loaded),
+// else why not.
+func (d *Device) WGMMA() error { return d.wgmmaErr }
+
+// maxSharedOptIn is the dynamic shared memory a kernel may opt in to, less
+// 1 KiB for static arrays (0 when the device does not say).
+func (d *Device) maxSharedOptIn() int {
+	n, err := d.ctx.MaxSharedOptIn()
+	if err != nil {
+		return 0
+	}
+	return n - 1024
 }
 
 // optInShared lets the mvq, mmq, mmh, mmhq and attention_prefill kernels use the device's shared memory beyond

@@ -32,6 +32,7 @@
 #include <cuda_bf16.h>
 
 #include "mma16.cuh"
+#include "mmh_params.cuh"
 
 #define MMH_BK 32    // k values per stage, unless a kernel names its own
 #define MMH_STAGES 4 // stages in flight, unless a kernel names its own
@@ -41,37 +42,7 @@
 #define MMH_T_F16 MMA16_F16
 #define MMH_T_BF16 MMA16_BF16
 
-// MmhParams is one product: one input X times one to three matrices of
-// the same type and width (segments: w, y, rows, then w1, y1, rows1 and
-// w2, y2, rows2), each into its own Y, in one launch whose grid rows are
-// the segments' row tiles in turn. Pointers are device addresses, w's and
-// x 16-byte aligned; cols is a multiple of 8, so every row starts 16-byte
-// aligned.
-struct MmhParams {
-  const uint16_t *w; // rows × cols: the weights, f16 or bf16
-  const uint16_t *x; // batch × cols: X rounded to the weights' type (mmh_convert)
-  float *y;          // batch × rows: the result
-  int rows;          // rows of W (columns of Y)
-  int cols;          // columns of W and X
-  int batch;         // rows of X and Y
-  int accumulate;    // 1: y += X·Wᵀ; 0: y = X·Wᵀ
-  int type;          // MMH_T_* (documentation and checks; each kernel reads one)
-  int nseg;          // segments, 1 to 3
-  const uint16_t *w1, *w2; // the second and third segments' weights
-  float *y1, *y2;          // and results
-  int rows1, rows2;        // and rows
-  // glu = 1: w is a gate and w1 an up matrix of the same rows; a block
-  // computes BM/2 rows of each (grid rows ⌈rows/(BM/2)⌉) and writes
-  // h = silu(gate)·up, rounded to the weights' type, to h (batch × rows
-  // 16-bit values) in place of any y.
-  int glu;
-  int pad_;
-  uint16_t *h;
-};
-
-static_assert(sizeof(MmhParams) == 104, "MmhParams is 104 bytes (mmhParams in mmh_cuda.go)");
-static_assert(offsetof(MmhParams, rows) == 24, "MmhParams.rows at 24");
-static_assert(offsetof(MmhParams, rows2) == 84, "MmhParams.rows2 at 84");
+// MmhParams (mmh_params.cuh) is one product; mmw.cu takes it too.
 
 // mmh_layout writes sizeof(MmhParams) and the offset of each field, in
 // declaration order (pad_ left out), to out[0..17], then MMH_BK, MMH_STAGES

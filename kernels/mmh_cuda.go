@@ -101,10 +101,39 @@ func mmhKernelNames() []string {
 	for _, typ := range []string{"f16", "bf16"} {
 		names = append(names, "mmh_convert_"+typ)
 		for _, t := range mmhTiles {
-			names = append(names, "mmh_"+typ+"_"+t.String())
+			if !t.wg {
+				names = append(names, "mmh_"+typ+"_"+t.String())
+			}
 		}
 	}
 	return names
+}
+
+// mmwKernelNames are the kernels of mmw.ptx: the wg tiles.
+func mmwKernelNames() []string {
+	var names []string
+	for _, typ := range []string{"f16", "bf16"} {
+		for _, t := range mmhTiles {
+			if t.wg {
+				names = append(names, "mmw_"+typ+"_"+t.String())
+			}
+		}
+	}
+	return names
+}
+
+// mmhKernel is the kernel of a 16-bit product of type typ in tile t.
+func mmhKernel(typ string, t mmhTile) string {
+	if t.wg {
+		return "mmw_" + typ + "_" + t.String()
+	}
+	return "mmh_" + typ + "_" + t.String()
+}
+
+// mmhTileRuns says whether this device runs tile t: its shared memory fits
+// a block, and a wg tile needs the wgmma module (compute capability 9.0).
+func (d *Device) mmhTileRuns(t mmhTile) bool {
+	return t.shared() <= d.maxShared && (!t.wg || d.wgmmaErr == nil)
 }
 
 // MatMulHalfScratchBytes is the scratch a 16-bit-weight MatMulOp of B rows
@@ -226,7 +255,10 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B),
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type), NSeg: int32(len(ops)), mmSegs: segsOf(ops),
 	}
-	name := "mmh_" + typ + "_" + tile.String()
+	if tile.wg && d.wgmmaErr != nil {
+		return fmt.Errorf("kernels: matmul: tile %v: %w", tile, d.wgmmaErr)
+	}
+	name := mmhKernel(typ, tile)
 	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
 		tile.shared(), p.args()...)
 }
@@ -279,6 +311,6 @@ func (d *Device) matMulHalfGLUIn(gate, up MatMulOp, h cuda.DevPtr, tile mmhTile)
 		W: uint64(gate.W.Ptr), X: uint64(gate.Scratch), Rows: int32(gate.W.Rows), Cols: int32(gate.W.Cols), Batch: int32(B),
 		Type: int32(gate.W.Type), NSeg: 2, mmSegs: mmSegs{W1: uint64(up.W.Ptr), Rows1: int32(up.W.Rows)}, GLU: 1, H: uint64(h),
 	}
-	return d.launch("mmh_"+typ+"_"+tile.String(), cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
+	return d.launch(mmhKernel(typ, tile), cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
 		tile.shared(), p.args()...)
 }

@@ -217,8 +217,8 @@ func TestGPUMatMulHalf(t *testing.T) {
 	}
 	var paths []path
 	for _, tile := range mmhTiles {
-		if tile.shared() > dev.maxShared {
-			t.Logf("tile %v: %d bytes of shared memory, more than this device gives a block (%d)", tile, tile.shared(), dev.maxShared)
+		if !dev.mmhTileRuns(tile) {
+			t.Logf("tile %v: not on this device (%d bytes of shared memory, a block gets %d; wgmma: %v)", tile, tile.shared(), dev.maxShared, dev.WGMMA())
 			continue
 		}
 		paths = append(paths, path{tile.String(), func(op MatMulOp) error { return dev.matMulHalfIn([]MatMulOp{op}, tile) }})
@@ -329,7 +329,7 @@ func TestGPUMatMulHalfSegments(t *testing.T) {
 		t.Run(typ.String(), func(t *testing.T) {
 			var tiles []mmhTile
 			for _, tile := range mmhTiles {
-				if tile.shared() <= dev.maxShared {
+				if dev.mmhTileRuns(tile) {
 					tiles = append(tiles, tile)
 				}
 			}
@@ -449,7 +449,7 @@ func BenchmarkGPUMatMulHalf(b *testing.B) {
 				op := MatMulOp{W: w, X: x.Slice(0, B), Y: y.Slice(0, B), Scratch: scratch.Ptr, ScratchBytes: MatMulHalfScratchBytes(maxB, cols)}
 				var paths []benchPath
 				for _, tile := range mmhTiles {
-					if tile.shared() <= dev.maxShared {
+					if dev.mmhTileRuns(tile) {
 						paths = append(paths, benchPath{"mmh" + tile.String(), func() error { return dev.matMulHalfIn([]MatMulOp{op}, tile) }})
 					}
 				}

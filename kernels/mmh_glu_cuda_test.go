@@ -98,3 +98,18 @@ func TestGPUMatMulHalfGLU(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUWGMMALoaded checks that the wgmma products (mmw.ptx, compiled by
+// the driver for sm_90a) load on a device of compute capability 9.0, and
+// are refused with a reason on any other.
+func TestGPUWGMMALoaded(t *testing.T) {
+	major, minor := dev.Context().Capability()
+	err := dev.WGMMA()
+	switch {
+	case major == 9 && minor == 0 && err != nil:
+		t.Fatalf("compute capability 9.0: %v", err)
+	case (major != 9 || minor != 0) && err == nil:
+		t.Errorf("compute capability %d.%d: the wgmma products loaded", major, minor)
+	}
+	t.Logf("compute capability %d.%d, wgmma products: %v", major, minor, err)
+}

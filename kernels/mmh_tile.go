@@ -22,9 +22,13 @@ const (
 // stage, stages stages in flight; pipe runs it on mmh_pipe (the next k
 // step's fragments read during this one's products, the copies spread over
 // a stage), which takes matrices of fewer than 2³² values (mmh only).
+//
+// wg runs it on mmw.cu's wgmma instead (Hopper, compute capability 9.0
+// only): two warpgroups, each warpRows (64) weight rows by warpBatch (the
+// whole batch tile), bk 64, unpadded 128-byte swizzled rows.
 type mmhTile struct {
 	rows, batch, warpRows, warpBatch, bk, stages int
-	pipe                                         bool
+	pipe, wg                                     bool
 }
 
 // mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
@@ -35,13 +39,15 @@ type mmhTile struct {
 // 260 (best 128×256 k64s3 268), 4096×14336 267 (old 176, others ≤ 213),
 // 6144×4096 219 (best 256×128 k64s3 229).
 var mmhTiles = []mmhTile{
-	{128, 128, 64, 64, 64, 3, false}, {128, 64, 64, 32, mmhBK, mmhStages, false}, {64, 64, 32, 32, mmhBK, mmhStages, false},
-	{128, 128, 64, 32, mmhBK, mmhStages, false}, {128, 128, 64, 64, mmhBK, mmhStages, false},
-	{128, 256, 64, 64, mmhBK, mmhStages, false}, {256, 128, 64, 64, mmhBK, mmhStages, false}, {64, 64, 32, 32, 64, 4, false},
-	{128, 128, 64, 32, 64, 3, false}, {128, 256, 64, 64, 64, 3, false}, {256, 128, 64, 64, 64, 3, false},
-	{128, 256, 64, 64, 64, 4, false},
-	{128, 128, 64, 64, 64, 3, true}, {128, 128, 64, 64, 32, 4, true}, {128, 256, 64, 64, 64, 3, true},
-	{256, 128, 64, 64, 64, 3, true}, {128, 256, 64, 64, 32, 4, true},
+	{128, 128, 64, 64, 64, 3, false, false}, {128, 64, 64, 32, mmhBK, mmhStages, false, false}, {64, 64, 32, 32, mmhBK, mmhStages, false, false},
+	{128, 128, 64, 32, mmhBK, mmhStages, false, false}, {128, 128, 64, 64, mmhBK, mmhStages, false, false},
+	{128, 256, 64, 64, mmhBK, mmhStages, false, false}, {256, 128, 64, 64, mmhBK, mmhStages, false, false}, {64, 64, 32, 32, 64, 4, false, false},
+	{128, 128, 64, 32, 64, 3, false, false}, {128, 256, 64, 64, 64, 3, false, false}, {256, 128, 64, 64, 64, 3, false, false},
+	{128, 256, 64, 64, 64, 4, false, false},
+	{128, 128, 64, 64, 64, 3, true, false}, {128, 128, 64, 64, 32, 4, true, false}, {128, 256, 64, 64, 64, 3, true, false},
+	{256, 128, 64, 64, 64, 3, true, false}, {128, 256, 64, 64, 32, 4, true, false},
+	{128, 64, 64, 64, 64, 4, false, true}, {128, 128, 64, 128, 64, 4, false, true},
+	{128, 128, 64, 128, 64, 3, false, true}, {128, 256, 64, 256, 64, 3, false, true},
 }
 
 // mmhPicked is how many of mmhTiles, from the first, mmhTileFor picks
@@ -52,35 +58,58 @@ const mmhPicked = 3
 // then _k<bk>s<stages> for a staging other than the default.
 func (t mmhTile) String() string {
 	s := fmt.Sprintf("%dx%d_%dx%d", t.rows, t.batch, t.warpRows, t.warpBatch)
-	if t.bk != mmhBK || t.stages != mmhStages || t.pipe {
+	if t.bk != mmhBK || t.stages != mmhStages || t.pipe || t.wg {
 		s += fmt.Sprintf("_k%ds%d", t.bk, t.stages)
 	}
 	if t.pipe {
 		s += "p"
 	}
+	if t.wg {
+		s += "w"
+	}
 	return s
 }
 
-// lds is the shared-memory row stride of a stage in 16-bit values.
-func (t mmhTile) lds() int { return t.bk + mmhPad }
+// lds is the shared-memory row stride of a stage in 16-bit values (wg:
+// unpadded).
+func (t mmhTile) lds() int {
+	if t.wg {
+		return t.bk
+	}
+	return t.bk + mmhPad
+}
 
-// gluOK says whether a GLU launch (mmh.cu's MmhParams.glu) runs in t: its
+// gluOK says whether a GLU launch (mmh.cu's MmhParams.glu) runs in t (not
+// a wg tile): its
 // warp rows split into a gate and an up half, each of its copy indices
 // stays in one half, and the up warps' accumulators fit in the stages'
 // shared memory.
 func (t mmhTile) gluOK() bool {
-	return (t.rows/t.warpRows)%2 == 0 && (t.rows/2)%(t.threads()/(t.bk/8)) == 0 && 2*t.rows*t.batch <= t.shared()
+	return !t.wg && (t.rows/t.warpRows)%2 == 0 && (t.rows/2)%(t.threads()/(t.bk/8)) == 0 && 2*t.rows*t.batch <= t.shared()
 }
 
-// warps is the block's warps: one per warp tile.
-func (t mmhTile) warps() int { return (t.rows / t.warpRows) * (t.batch / t.warpBatch) }
+// warps is the block's warps: one per warp tile (wg: four, a warpgroup).
+func (t mmhTile) warps() int {
+	n := (t.rows / t.warpRows) * (t.batch / t.warpBatch)
+	if t.wg {
+		return 4 * n
+	}
+	return n
+}
 
 // threads is the block size.
 func (t mmhTile) threads() int { return 32 * t.warps() }
 
 // shared is the dynamic shared memory of a block: t.stages stages of
 // t.rows rows of W and t.batch rows of X, t.lds() 16-bit values each.
-func (t mmhTile) shared() int { return t.stages * (t.rows + t.batch) * t.lds() * 2 }
+// (wg: and 1024 bytes to align the ring to the swizzle's 1024.)
+func (t mmhTile) shared() int {
+	n := t.stages * (t.rows + t.batch) * t.lds() * 2
+	if t.wg {
+		n += 1024
+	}
+	return n
+}
 
 // blocks is the grid of a product of rows weight rows and B activation
 // rows.

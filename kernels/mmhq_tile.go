@@ -67,7 +67,7 @@ func mmhqRawStride(kind string) int {
 // largest first: all stage 64 values, 3 stages in flight (mmhq.cu's
 // staging is fixed at MMHQ_BK).
 var mmhqTiles = []mmhTile{
-	{128, 128, 64, 32, mmhqBK, 3, false}, {128, 64, 64, 32, mmhqBK, 3, false}, {64, 64, 32, 32, mmhqBK, 3, false},
+	{128, 128, 64, 32, mmhqBK, 3, false, false}, {128, 64, 64, 32, mmhqBK, 3, false, false}, {64, 64, 32, 32, mmhqBK, 3, false, false},
 }
 
 // mmhqShared is the dynamic shared memory of mmhq_<kind>_<t>: t.stages

@@ -9,7 +9,8 @@ hash=$(cat kernels/*.cu kernels/*.cuh scripts/gpu-fatbin.sh | sha256sum | cut -d
 if [ "${1:-}" = "--print" ]; then echo "$hash"; exit 0; fi
 want=$(cat kernels/fatbin/SOURCES.sha256 2>/dev/null || echo none)
 for src in kernels/*.cu; do
-	[ -f "kernels/fatbin/$(basename "$src" .cu).fatbin" ] || { echo "gpu-fatbin-check: no fat binary for $src: run make kernels" >&2; exit 1; }
+	n=kernels/fatbin/$(basename "$src" .cu)
+	[ -f "$n.fatbin" ] || [ -f "$n.ptx" ] || { echo "gpu-fatbin-check: no fat binary for $src: run make kernels" >&2; exit 1; }
 done
 if [ "$hash" != "$want" ]; then
 	echo "gpu-fatbin-check: kernels/fatbin is stale (sources $hash, built from $want): run make kernels" >&2

@@ -20,6 +20,7 @@ type Context struct {
 	name   string    // device name, for messages
 	sms    int       // multiprocessor count
 	major  int       // compute capability (major)
+	minor  int       // compute capability (minor)
 	driver int       // driver's CUDA version, e.g. 13000
 
 	// overlap lets kernels marked by SetWaits start before the previous
@@ -61,6 +62,10 @@ func Open(ordinal int) (*Context, error) {
 		return nil, wrap("cuDeviceGetAttribute", err)
 	}
 	if c.major, err = c.dev.Attribute(cu.ComputeCapabilityMajor); err != nil {
+		c.Close()
+		return nil, wrap("cuDeviceGetAttribute", err)
+	}
+	if c.minor, err = c.dev.Attribute(cu.ComputeCapabilityMinor); err != nil {
 		c.Close()
 		return nil, wrap("cuDeviceGetAttribute", err)
 	}
@@ -106,6 +111,9 @@ func (c *Context) SetOverlap(on bool) bool {
 	c.overlap = on && c.major >= 9 && c.driver >= overlapDriver
 	return c.overlap
 }
+
+// Capability is the device's compute capability, major and minor.
+func (c *Context) Capability() (major, minor int) { return c.major, c.minor }
 
 // Multiprocessors is the device's multiprocessor count.
 func (c *Context) Multiprocessors() int { return c.sms }

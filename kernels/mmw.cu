@@ -1,0 +1,242 @@
+// mmw.cu: the 16-bit products of mmh.cu (Y[B×rows] = X·Wᵀ for F16 and
+// BF16 weights, MmhParams, one to three segments, the residual add) on
+// Hopper's warpgroup tensor-core instruction, wgmma.mma_async m64nNk16 with
+// f32 accumulation, whose operands are read from shared memory by the
+// tensor cores themselves (no ldmatrix, no fragments in registers).
+//
+// nvcc 11.8 knows neither wgmma nor the sm_90a target it needs, so this
+// file is compiled to PTX only (nvcc -ptx, the wgmma instructions pass
+// through as inline assembly) and the PTX's header is raised to ISA 8.0 and
+// .target sm_90a (scripts/gpu-fatbin.sh); the driver compiles it when the
+// module is loaded, on devices of compute capability 9.0 only (kernels
+// loads it there, and without it the products stay on mmh.cu).
+//
+// A block is two warpgroups (256 threads): MMW_BM = 128 weight rows, 64 a
+// warpgroup, by BN batch rows. The k axis runs in stages of 64 values (one
+// 128-byte row of each operand), STAGES in a ring of shared memory, copied
+// with cp.async into the 128-byte swizzled K-major layout wgmma reads
+// (row r's 16-byte chunk c at chunk c ^ (r % 8) of its row; 8-row groups
+// 1024 bytes apart, each tile 1024-byte aligned). A stage's four k steps
+// are one wgmma group; the group of the stage before is waited for before
+// its buffer is refilled, so the copies, the products of one stage and
+// the barrier overlap. The accumulators are in mma.sync's C layout, a warp
+// holding 16 weight rows: mma_store is the epilogue.
+#include <stdint.h>
+#include <stddef.h>
+
+#include "mma16.cuh"
+#include "mmh_params.cuh"
+
+#define MMW_BM 128
+#define MMW_BK 64
+
+// mmw_desc is the shared-memory matrix descriptor of a 128-byte swizzled
+// K-major tile at p: start address / 16 (bits 0-13), leading byte offset
+// (unused by this layout; 1), stride byte offset 1024 / 16 (8-row groups,
+// bits 32-45), layout 1 = 128-byte swizzle (bits 62-63). Adding 2 to it
+// moves the start 32 bytes (16 values) along k.
+static __device__ __forceinline__ uint64_t mmw_desc(const void *p) {
+  const uint32_t a = mma16_smem(p);
+  return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+
+static __device__ __forceinline__ void mmw_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void mmw_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void mmw_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// mmw_proxy_fence makes this thread's completed cp.async writes to shared
+// memory visible to the tensor cores' reads (the async proxy).
+static __device__ __forceinline__ void mmw_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// MmwMma<T, N> is d += A·B for one k step of 16: A 64 weight rows, B N
+// batch rows, both K-major in shared memory (descriptors da, db); d the
+// warpgroup's N/2 accumulators a thread.
+template <int T, int N> struct MmwMma;
+template <> struct MmwMma<MMA16_F16, 64> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db));
+  }
+};
+
+template <> struct MmwMma<MMA16_BF16, 64> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db));
+  }
+};
+
+template <> struct MmwMma<MMA16_F16, 128> {
+  static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db));
+  }
+};
+
+template <> struct MmwMma<MMA16_BF16, 128> {
+  static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db));
+  }
+};
+
+template <> struct MmwMma<MMA16_F16, 256> {
+  static __device__ __forceinline__ void run(float (&d)[128], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db));
+  }
+};
+
+template <> struct MmwMma<MMA16_BF16, 256> {
+  static __device__ __forceinline__ void run(float (&d)[128], uint64_t da, uint64_t db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db));
+  }
+};
+
+// mmw is the product in 128 × BN tiles, STAGES stages in flight; grid
+// (⌈batch/BN⌉, the segments' ⌈rows/128⌉ summed), 256 threads,
+// STAGES·(128+BN)·64·2 + 1024 bytes of dynamic shared memory (the slack
+// aligns the ring to 1024 bytes).
+template <int T, int BN, int STAGES> static __device__ void mmw(const MmhParams &p) {
+  constexpr int BM = MMW_BM, BK = MMW_BK, STAGE = (BM + BN) * BK; // 16-bit values a stage
+  constexpr int JW = BM / 32, JX = BN / 32;                         // copies a thread, of W and X rows
+  static_assert(BN % 32 == 0 && STAGES >= 3, "tile and staging");
+  extern __shared__ __align__(128) uint16_t mmw_raw[];
+  uint16_t *sm = mmw_raw + ((1024 - (mma16_smem(mmw_raw) & 1023)) & 1023) / 2;
+  const Mma16Seg<uint16_t> sg = mma16_segment<BM, uint16_t>(p, blockIdx.y);
+  const int bm = sg.bm, bn = blockIdx.x * BN;
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int stages = (p.cols + BK - 1) / BK;
+
+  // This thread copies chunk c of rows r8 + 32j of both tiles; the
+  // swizzle of a row depends on r % 8, the same for all of them.
+  const int c = tid & 7, r8 = tid >> 3, swz = 8 * (c ^ (r8 & 7));
+  const uint16_t *wsrc[JW], *xsrc[JX];
+  bool wok[JW], xok[JX];
+#pragma unroll
+  for (int j = 0; j < JW; j++) {
+    const int r = bm + r8 + 32 * j;
+    wok[j] = r < sg.rows;
+    wsrc[j] = wok[j] ? sg.w + (size_t)r * p.cols + 8 * c : sg.w;
+  }
+#pragma unroll
+  for (int j = 0; j < JX; j++) {
+    const int r = bn + r8 + 32 * j;
+    xok[j] = r < p.batch;
+    xsrc[j] = xok[j] ? p.x + (size_t)r * p.cols + 8 * c : p.x;
+  }
+  auto issue = [&](int s, int buf) {
+    const bool kin = s * BK + 8 * c < p.cols;
+    uint16_t *st = sm + buf * STAGE;
+#pragma unroll
+    for (int j = 0; j < JW; j++) {
+      const bool v = wok[j] && kin;
+      mma16_cp16(st + (r8 + 32 * j) * BK + swz, v ? wsrc[j] + s * BK : wsrc[j], v);
+    }
+#pragma unroll
+    for (int j = 0; j < JX; j++) {
+      const bool v = xok[j] && kin;
+      mma16_cp16(st + (BM + r8 + 32 * j) * BK + swz, v ? xsrc[j] + s * BK : xsrc[j], v);
+    }
+  };
+
+  float d[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; s++) {
+    if (s < stages) issue(s, s);
+    mma16_commit();
+  }
+  for (int s = 0; s < stages; s++) {
+    mma16_wait<STAGES - 3>(); // stage s has landed (this thread's copies)
+    mmw_proxy_fence();
+    __syncthreads(); // everyone's; and the group of stage s-2 is done in both warpgroups
+    {
+      const int n = s + STAGES - 2;
+      if (n < stages) issue(n, n % STAGES);
+      mma16_commit();
+    }
+    const uint16_t *st = sm + (s % STAGES) * STAGE;
+    const uint64_t da = mmw_desc(st + wg * 64 * BK), db = mmw_desc(st + BM * BK);
+    mmw_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++) MmwMma<T, BN>::run(d, da + 2 * kk, db + 2 * kk);
+    mmw_commit();
+    mmw_wait<1>();
+  }
+  mmw_wait<0>();
+  mma16_wait<0>();
+  float(&acc)[1][BN / 8][4] = *reinterpret_cast<float(*)[1][BN / 8][4]>(&d);
+  mma_store(mma16_segment_y(p, sg.s), sg.rows, p.batch, p.accumulate, bm + wg * 64 + warp * 16, bn, lane, acc);
+}
+
+#define MMW_KERNEL(name, T, BN, STAGES)                                                 \
+  extern "C" __global__ void __launch_bounds__(256, 1) name(const MmhParams p) {        \
+    mmw<T, BN, STAGES>(p);                                                              \
+  }
+#define MMW_KERNELS(name, T)                                                             \
+  MMW_KERNEL(name##_128x64_64x64_k64s4w, T, 64, 4)                                       \
+  MMW_KERNEL(name##_128x128_64x128_k64s4w, T, 128, 4)                                    \
+  MMW_KERNEL(name##_128x128_64x128_k64s3w, T, 128, 3)                                    \
+  MMW_KERNEL(name##_128x256_64x256_k64s3w, T, 256, 3)
+MMW_KERNELS(mmw_f16, MMA16_F16)
+MMW_KERNELS(mmw_bf16, MMA16_BF16)

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 
 #include "mma_store.cuh"
 
@@ -135,3 +137,12 @@ template <class P> static __device__ __forceinline__ float *mma16_segment_y(cons
     (out)[(i) + 3] = offsetof(P, y2), (out)[(i) + 4] = offsetof(P, rows1);                          \
     (out)[(i) + 5] = offsetof(P, rows2);                                                           \
   } while (0)
+
+// mma16_glu is silu(g)·u (the swiglu kernel's arithmetic) rounded to the
+// 16-bit type T, to nearest with ties to even, as its bits: the epilogue of
+// a GLU launch (MmhParams.glu).
+template <int T> static __device__ __forceinline__ uint16_t mma16_glu(float g, float u) {
+  const float v = g / (1.f + expf(-g)) * u;
+  if (T == MMA16_BF16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  return __half_as_ushort(__float2half_rn(v));
+}

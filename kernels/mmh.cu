@@ -83,19 +83,12 @@ template <> struct Pack2<MMH_T_BF16> {
   }
 };
 
-// Round1<T> is a float rounded to the 16-bit type T, to nearest with ties
-// to even, as its bits.
-template <int T> static __device__ __forceinline__ uint16_t round1(float v) {
-  if (T == MMH_T_BF16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  return __half_as_ushort(__float2half_rn(v));
-}
-
 // mmh_glu_store is the epilogue of a GLU launch (MmhParams.glu): the warps
 // of the second half of a block's weight rows hold up's values, those of the
 // first half gate's for the same rows and batch rows. The up warps leave
 // their accumulators in shared memory (every stage is consumed), and each
 // gate warp reads its twin's, in the same fragment order, and writes
-// silu(g)·u (the swiglu kernel's arithmetic) rounded to T into h; values
+// silu(g)·u rounded to T (mma16_glu) into h; values
 // past rows or batch are dropped.
 template <int T, int BM, int BN, int WM, int WN, int MT, int NT>
 static __device__ __forceinline__ void mmh_glu_store(const MmhParams &p, uint16_t *smem, int bm, int bn, int warp, int lane,
@@ -127,7 +120,7 @@ static __device__ __forceinline__ void mmh_glu_store(const MmhParams &p, uint16_
       for (int e = 0; e < 4; e++) {
         const int r = r0 + mi * 16 + g + (e >> 1) * 8, b = b0 + ni * 8 + 2 * t + (e & 1);
         const float gv = acc[mi][ni][e], u = src[((mi * NT + ni) * 4 + e) * 32 + lane];
-        if (r < p.rows && b < p.batch) p.h[(size_t)b * p.rows + r] = round1<T>(gv / (1.f + expf(-gv)) * u);
+        if (r < p.rows && b < p.batch) p.h[(size_t)b * p.rows + r] = mma16_glu<T>(gv, u);
       }
 }
 

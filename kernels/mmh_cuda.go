@@ -295,6 +295,9 @@ func (d *Device) matMulHalfGLUIn(gate, up MatMulOp, h cuda.DevPtr, tile mmhTile)
 	if tile.pipe && int64(gate.W.Rows)*int64(gate.W.Cols) >= 1<<32 {
 		return fmt.Errorf("kernels: matmul glu: tile %v takes matrices of fewer than 2^32 values, not %d×%d", tile, gate.W.Rows, gate.W.Cols)
 	}
+	if tile.wg && d.wgmmaErr != nil {
+		return fmt.Errorf("kernels: matmul glu: tile %v: %w", tile, d.wgmmaErr)
+	}
 	if tile.shared() > d.maxShared {
 		return fmt.Errorf("kernels: matmul glu: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
 	}

@@ -35,7 +35,7 @@ func TestGPUMatMulHalfGLU(t *testing.T) {
 			h := g.poisoned(maxB, rows/2) // B × rows 16-bit values
 			tested := 0
 			for _, tile := range mmhTiles {
-				if tile.shared() > dev.maxShared || !tile.gluOK() {
+				if !dev.mmhTileRuns(tile) || !tile.gluOK() {
 					continue
 				}
 				tested++

@@ -79,13 +79,15 @@ func (t mmhTile) lds() int {
 	return t.bk + mmhPad
 }
 
-// gluOK says whether a GLU launch (mmh.cu's MmhParams.glu) runs in t (not
-// a wg tile): its
+// gluOK says whether a GLU launch (MmhParams.glu) runs in t: its
 // warp rows split into a gate and an up half, each of its copy indices
 // stays in one half, and the up warps' accumulators fit in the stages'
 // shared memory.
 func (t mmhTile) gluOK() bool {
-	return !t.wg && (t.rows/t.warpRows)%2 == 0 && (t.rows/2)%(t.threads()/(t.bk/8)) == 0 && 2*t.rows*t.batch <= t.shared()
+	if t.wg { // warpgroup 0 gate, 1 up; BN/2 floats a thread of up in the ring
+		return t.rows == 128 && t.batch*256 <= t.shared()
+	}
+	return (t.rows/t.warpRows)%2 == 0 && (t.rows/2)%(t.threads()/(t.bk/8)) == 0 && 2*t.rows*t.batch <= t.shared()
 }
 
 // warps is the block's warps: one per warp tile (wg: four, a warpgroup).

@@ -20,7 +20,9 @@
 // are one wgmma group; the group of the stage before is waited for before
 // its buffer is refilled, so the copies, the products of one stage and
 // the barrier overlap. The accumulators are in mma.sync's C layout, a warp
-// holding 16 weight rows: mma_store is the epilogue.
+// holding 16 weight rows: mma_store is the epilogue. A GLU launch
+// (MmhParams.glu) computes 64 rows of gate in warpgroup 0 and the same rows
+// of up in warpgroup 1, and writes silu(gate)·up rounded (mma16_glu).
 #include <stdint.h>
 #include <stddef.h>
 
@@ -161,7 +163,8 @@ template <int T, int BN, int STAGES> static __device__ void mmw(const MmhParams 
   static_assert(BN % 32 == 0 && STAGES >= 3, "tile and staging");
   extern __shared__ __align__(128) uint16_t mmw_raw[];
   uint16_t *sm = mmw_raw + ((1024 - (mma16_smem(mmw_raw) & 1023)) & 1023) / 2;
-  const Mma16Seg<uint16_t> sg = mma16_segment<BM, uint16_t>(p, blockIdx.y);
+  const Mma16Seg<uint16_t> sg = p.glu ? Mma16Seg<uint16_t>{p.w, 0, p.rows, (int)blockIdx.y * (BM / 2)}
+                                       : mma16_segment<BM, uint16_t>(p, blockIdx.y);
   const int bm = sg.bm, bn = blockIdx.x * BN;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
   const int stages = (p.cols + BK - 1) / BK;
@@ -171,11 +174,14 @@ template <int T, int BN, int STAGES> static __device__ void mmw(const MmhParams 
   const int c = tid & 7, r8 = tid >> 3, swz = 8 * (c ^ (r8 & 7));
   const uint16_t *wsrc[JW], *xsrc[JX];
   bool wok[JW], xok[JX];
+  // (GLU: the first half of the tile's rows from gate, the second from up,
+  // the same rows of each.)
 #pragma unroll
   for (int j = 0; j < JW; j++) {
-    const int r = bm + r8 + 32 * j;
+    const bool up = p.glu && j >= JW / 2;
+    const int r = bm + r8 + 32 * (p.glu ? j % (JW / 2) : j);
     wok[j] = r < sg.rows;
-    wsrc[j] = wok[j] ? sg.w + (size_t)r * p.cols + 8 * c : sg.w;
+    wsrc[j] = wok[j] ? (up ? p.w1 : sg.w) + (size_t)r * p.cols + 8 * c : sg.w;
   }
 #pragma unroll
   for (int j = 0; j < JX; j++) {
@@ -225,6 +231,23 @@ template <int T, int BN, int STAGES> static __device__ void mmw(const MmhParams 
   }
   mmw_wait<0>();
   mma16_wait<0>();
+  if (p.glu) { // warpgroup 1 holds up's values, 0 gate's, for the same rows
+    float *xs = (float *)sm;
+    __syncthreads(); // every stage is consumed
+    if (wg == 1) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) xs[i * 128 + (tid - 128)] = d[i];
+    }
+    __syncthreads();
+    if (wg == 1) return;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = bm + warp * 16 + g + ((i >> 1) & 1) * 8, b = bn + (i >> 2) * 8 + 2 * t + (i & 1);
+      if (r < p.rows && b < p.batch) p.h[(size_t)b * p.rows + r] = mma16_glu<T>(d[i], xs[i * 128 + tid]);
+    }
+    return;
+  }
   float(&acc)[1][BN / 8][4] = *reinterpret_cast<float(*)[1][BN / 8][4]>(&d);
   mma_store(mma16_segment_y(p, sg.s), sg.rows, p.batch, p.accumulate, bm + wg * 64 + warp * 16, bn, lane, acc);
 }

@@ -182,8 +182,22 @@ func (d *Device) matMulHalf(op MatMulOp) error { return d.matMulHalfs([]MatMulOp
 // rounding of X and one launch, in the tile mmhTileFor picks for their rows
 // together.
 func (d *Device) matMulHalfs(ops []MatMulOp) error {
-	return d.matMulHalfIn(ops, mmhTileFor(ops[0].X.Rows, opsRows(ops), d.ctx.Multiprocessors()))
+	return d.matMulHalfIn(ops, d.halfTileFor(ops[0].X.Rows, opsRows(ops)))
 }
+
+// halfTileFor is the tile of a 16-bit product of B activation rows over
+// rows weight rows: mmhTileFor's, or with wgmma picking (LLMSERVE_WGMMA=1,
+// an experiment until it is measured) pickTile over the wg tiles.
+func (d *Device) halfTileFor(B, rows int) mmhTile {
+	if d.wgmmaPick {
+		return pickTile(mmwPicked, B, rows, d.ctx.Multiprocessors())
+	}
+	return mmhTileFor(B, rows, d.ctx.Multiprocessors())
+}
+
+// mmwPicked are the wg tiles halfTileFor picks from, largest first: three
+// 64-value stages, so that two blocks share a multiprocessor.
+var mmwPicked = []mmhTile{{128, 128, 64, 128, 64, 3, false, true}, {128, 64, 64, 64, 64, 3, false, true}}
 
 // mmhConvertBlocks caps the grid of mmh_convert, which loops over the rest.
 const mmhConvertBlocks = 4096
@@ -271,7 +285,7 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 // blocks compute half a tile of rows of each matrix, in the tile
 // mmhTileFor picks for both matrices' rows together.
 func (d *Device) matMulHalfGLU(gate, up MatMulOp, h cuda.DevPtr) error {
-	return d.matMulHalfGLUIn(gate, up, h, mmhTileFor(gate.X.Rows, 2*gate.W.Rows, d.ctx.Multiprocessors()))
+	return d.matMulHalfGLUIn(gate, up, h, d.halfTileFor(gate.X.Rows, 2*gate.W.Rows))
 }
 
 // matMulHalfGLUIn is matMulHalfGLU in tiles of tile.

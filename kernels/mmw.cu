@@ -252,14 +252,17 @@ template <int T, int BN, int STAGES> static __device__ void mmw(const MmhParams 
   mma_store(mma16_segment_y(p, sg.s), sg.rows, p.batch, p.accumulate, bm + wg * 64 + warp * 16, bn, lane, acc);
 }
 
-#define MMW_KERNEL(name, T, BN, STAGES)                                                 \
-  extern "C" __global__ void __launch_bounds__(256, 1) name(const MmhParams p) {        \
+// mmw_<type>_128x<BN>_64x<BN>_k64s<STAGES>w, held to the registers that
+// let MINB blocks share a multiprocessor.
+#define MMW_KERNEL(name, T, BN, STAGES, MINB)                                           \
+  extern "C" __global__ void __launch_bounds__(256, MINB) name(const MmhParams p) {     \
     mmw<T, BN, STAGES>(p);                                                              \
   }
 #define MMW_KERNELS(name, T)                                                             \
-  MMW_KERNEL(name##_128x64_64x64_k64s4w, T, 64, 4)                                       \
-  MMW_KERNEL(name##_128x128_64x128_k64s4w, T, 128, 4)                                    \
-  MMW_KERNEL(name##_128x128_64x128_k64s3w, T, 128, 3)                                    \
-  MMW_KERNEL(name##_128x256_64x256_k64s3w, T, 256, 3)
+  MMW_KERNEL(name##_128x64_64x64_k64s4w, T, 64, 4, 1)                                       \
+  MMW_KERNEL(name##_128x64_64x64_k64s3w, T, 64, 3, 2)                                       \
+  MMW_KERNEL(name##_128x128_64x128_k64s4w, T, 128, 4, 1)                                    \
+  MMW_KERNEL(name##_128x128_64x128_k64s3w, T, 128, 3, 2)                                    \
+  MMW_KERNEL(name##_128x256_64x256_k64s3w, T, 256, 3, 1)
 MMW_KERNELS(mmw_f16, MMA16_F16)
 MMW_KERNELS(mmw_bf16, MMA16_BF16)

@@ -34,7 +34,7 @@ type Device struct {
 	maxShared int      // dynamic shared memory the mvq kernels may use
 	resident  map[residentKey]int
 	wgmmaErr  error // why mmw.ptx (the wgmma products) is not loaded; nil when it is
-	wgmmaPick bool  // the 16-bit products pick wg tiles (LLMSERVE_WGMMA=1 where mmw.ptx loaded)
+	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -135,7 +135,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 		}
 	}
 	d.wgmmaErr = d.loadWGMMA()
-	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") == "1"
+	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	ctx.SetOverlap(true)
 	if err := d.optInShared(); err != nil {
 		d.Close()

@@ -186,18 +186,25 @@ func (d *Device) matMulHalfs(ops []MatMulOp) error {
 }
 
 // halfTileFor is the tile of a 16-bit product of B activation rows over
-// rows weight rows: mmhTileFor's, or with wgmma picking (LLMSERVE_WGMMA=1,
-// an experiment until it is measured) pickTile over the wg tiles.
+// rows weight rows: on a device with the wgmma products (and
+// LLMSERVE_WGMMA not 0), from mmwMinBatch rows pickTile over mmwPicked;
+// else mmhTileFor's.
 func (d *Device) halfTileFor(B, rows int) mmhTile {
-	if d.wgmmaPick {
+	if d.wgmmaPick && B >= mmwMinBatch {
 		return pickTile(mmwPicked, B, rows, d.ctx.Multiprocessors())
 	}
 	return mmhTileFor(B, rows, d.ctx.Multiprocessors())
 }
 
-// mmwPicked are the wg tiles halfTileFor picks from, largest first: three
-// 64-value stages, so that two blocks share a multiprocessor.
-var mmwPicked = []mmhTile{{128, 128, 64, 128, 64, 3, false, true}, {128, 64, 64, 64, 64, 3, false, true}}
+// mmwPicked are the wg tiles halfTileFor picks from, largest first. At 512
+// tokens (H100, F16, µs) 128×128 in four stages took 146 at 14336×4096
+// (three stages 143, mmh's pick 227) and 131 at 4096×14336 (three stages
+// 206: one block a multiprocessor either way, and less in flight; mmh 227).
+var mmwPicked = []mmhTile{{128, 128, 64, 128, 64, 4, false, true}, {128, 64, 64, 64, 64, 4, false, true}}
+
+// mmwMinBatch is the fewest activation rows the wgmma tiles are picked for:
+// those measured (512 rows); below, mmh's tiles stay until they are.
+const mmwMinBatch = 128
 
 // mmhConvertBlocks caps the grid of mmh_convert, which loops over the rest.
 const mmhConvertBlocks = 4096

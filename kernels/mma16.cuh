@@ -124,6 +124,24 @@ template <int BM, class WT, class P> static __device__ __forceinline__ Mma16Seg<
   return q;
 }
 
+// mma16_zero clears a warp's MT × NT accumulator tiles.
+template <int MT, int NT> static __device__ __forceinline__ void mma16_zero(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+    for (int ni = 0; ni < NT; ni++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+}
+
+// mma16_block is the matrix block row by of a launch of P computes:
+// mma16_segment's, or for a GLU launch (p.glu) the gate rows from
+// by · BM/2 (and the same rows of up, p.w1).
+template <int BM, class WT, class P> static __device__ __forceinline__ Mma16Seg<WT> mma16_block(const P &p, int by) {
+  if (p.glu) return Mma16Seg<WT>{p.w, 0, p.rows, by * (BM / 2)};
+  return mma16_segment<BM, WT>(p, by);
+}
+
 // mma16_segment_y is the Y of segment s of a launch of P.
 template <class P> static __device__ __forceinline__ float *mma16_segment_y(const P &p, int s) {
   return s == 0 ? p.y : s == 1 ? p.y1 : p.y2;

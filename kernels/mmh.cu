@@ -215,12 +215,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = (p.cols + BK - 1) / BK;
   float acc[MT][NT][4];
-#pragma unroll
-  for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-    for (int ni = 0; ni < NT; ni++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+  mma16_zero(acc);
 
   // The first STAGES-1 stages; a group is committed for each, empty
   // past the last stage, so that the wait counts below hold throughout.
@@ -351,12 +346,7 @@ template <int T, int BM, int BN, int WM, int WN, int BK, int STAGES> static __de
   const int wr = (warp % (BM / WM)) * WM, wc = (warp / (BM / WM)) * WN;
   const int stages = (p.cols + BK - 1) / BK;
   float acc[MT][NT][4];
-#pragma unroll
-  for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-    for (int ni = 0; ni < NT; ni++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+  mma16_zero(acc);
 
   MmhCopies<BM, THREADS, BK> wcp;
   MmhCopies<BN, THREADS, BK> xcp;

@@ -412,12 +412,7 @@ template <int K, int BM, int BN, int WM, int WN, int STAGES> static __device__ v
   };
 
   float acc[MT][NT][4];
-#pragma unroll
-  for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-    for (int ni = 0; ni < NT; ni++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+  mma16_zero(acc);
 
   // The first STAGES-1 stages; a group is committed for each, empty past
   // the last stage, so that the wait counts below hold throughout.

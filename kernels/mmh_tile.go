@@ -31,9 +31,11 @@ type mmhTile struct {
 	pipe, wg                                     bool
 }
 
-// mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu): the
-// ones mmhTileFor picks from, largest first, then others compiled to be
-// measured (BenchmarkGPUMatMulHalf) and not picked. At a 512-token prompt
+// mmhTiles are the tiles compiled per type (MMH_KERNELS in mmh.cu; the wg
+// ones MMW_KERNELS in mmw.cu): the ones mmhTileFor picks from, largest
+// first, then others compiled to be measured (BenchmarkGPUMatMulHalf) and
+// not picked by it (Device.halfTileFor picks mmwPicked's wg tiles on
+// Hopper). At a 512-token prompt
 // (H100, BF16, TFLOP/s) the first beat or matched every other tile on the
 // Llama-3.1-8B shapes: 4096×4096 236 (the old pick, 128×64, 166), 14336×4096
 // 260 (best 128×256 k64s3 268), 4096×14336 267 (old 176, others ≤ 213),

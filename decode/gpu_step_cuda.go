@@ -212,32 +212,32 @@ func (e *GPUEngine) layerMatMul(l, B int, x kernels.DevF32, pos, seq kernels.Dev
 	}); err != nil {
 		return err
 	}
-	if fg, fu, fd := w.mats[model.FFNGate], w.mats[model.FFNUp], w.mats[model.FFNDown]; kernels.HalfGLU(fg, fu, fd) {
-		// 16-bit weights: the gate/up launch writes silu(gate)·up rounded
-		// for the down product, into gate's buffer (half its bytes).
-		if err := e.op(l, "ffn_norm+gate_up+swiglu", func() error {
-			o := op(x, kernels.MatVecSeg{W: fg, Y: gate}, kernels.MatVecSeg{W: fu, Y: up})
-			o.Norm, o.Eps, o.GLUOut = w.vecs[model.FFNNorm], m.RMSEps, gate.Ptr
-			return d.MatMuls(o)
-		}); err != nil {
-			return err
-		}
-		return e.op(l, "ffn_down+residual", func() error {
-			o := op(kernels.DevF32{Rows: B, Cols: gate.Cols}, kernels.MatVecSeg{W: fd, Y: x})
-			o.Rounded, o.Accumulate = gate.Ptr, true
-			return d.MatMuls(o)
-		})
+	// 16-bit weights (HalfGLU): the gate/up launch writes silu(gate)·up
+	// rounded for the down product, into gate's buffer (half its bytes).
+	fg, fu, fd := w.mats[model.FFNGate], w.mats[model.FFNUp], w.mats[model.FFNDown]
+	glu := kernels.HalfGLU(fg, fu, fd)
+	upName, downName := "ffn_norm+gate_up", "swiglu+ffn_down+residual"
+	if glu {
+		upName, downName = "ffn_norm+gate_up+swiglu", "ffn_down+residual"
 	}
-	if err := e.op(l, "ffn_norm+gate_up", func() error {
-		o := op(x, kernels.MatVecSeg{W: w.mats[model.FFNGate], Y: gate}, kernels.MatVecSeg{W: w.mats[model.FFNUp], Y: up})
+	if err := e.op(l, upName, func() error {
+		o := op(x, kernels.MatVecSeg{W: fg, Y: gate}, kernels.MatVecSeg{W: fu, Y: up})
 		o.Norm, o.Eps = w.vecs[model.FFNNorm], m.RMSEps
+		if glu {
+			o.GLUOut = gate.Ptr
+		}
 		return d.MatMuls(o)
 	}); err != nil {
 		return err
 	}
-	return e.op(l, "swiglu+ffn_down+residual", func() error {
-		o := op(gate, kernels.MatVecSeg{W: w.mats[model.FFNDown], Y: x})
-		o.Up, o.Accumulate, o.Temp = up, true, gate
+	return e.op(l, downName, func() error {
+		o := op(gate, kernels.MatVecSeg{W: fd, Y: x})
+		o.Accumulate = true
+		if glu {
+			o.Rounded = gate.Ptr // gate gives the shape
+		} else {
+			o.Up, o.Temp = up, gate
+		}
 		return d.MatMuls(o)
 	})
 }

@@ -134,18 +134,19 @@ func OpenDevice(ordinal int) (*Device, error) {
 			d.kernels[name] = k
 		}
 	}
-	d.wgmmaErr = d.loadWGMMA()
-	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	ctx.SetOverlap(true)
 	if err := d.optInShared(); err != nil {
 		d.Close()
 		return nil, err
 	}
+	d.wgmmaErr = d.loadWGMMA()
+	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	return d, nil
 }
 
 // loadWGMMA loads mmw.ptx, the 16-bit products on wgmma, which the driver
-// compiles for sm_90a: on devices of compute capability 9.0 only. The error
+// compiles for sm_90a: on devices of compute capability 9.0 only, after
+// optInShared (its kernels take d.maxShared as well). The error
 // says why they are not there; the products then stay on mmh.cu.
 func (d *Device) loadWGMMA() error {
 	if major, minor := d.ctx.Capability(); major != 9 || minor != 0 {
@@ -163,7 +164,7 @@ func (d *Device) loadWGMMA() error {
 	for _, name := range mmwKernelNames() {
 		k, err := m.Kernel(name)
 		if err == nil {
-			err = k.SetMaxDynamicShared(d.maxSharedOptIn())
+			err = k.SetMaxDynamicShared(d.maxShared)
 		}
 		if err != nil {
 			m.Unload()
@@ -181,16 +182,6 @@ func (d *Device) loadWGMMA() error {
 // WGMMA is nil when the 16-bit products may run on wgmma (mmw.ptx loaded),
 // else why not.
 func (d *Device) WGMMA() error { return d.wgmmaErr }
-
-// maxSharedOptIn is the dynamic shared memory a kernel may opt in to, less
-// 1 KiB for static arrays (0 when the device does not say).
-func (d *Device) maxSharedOptIn() int {
-	n, err := d.ctx.MaxSharedOptIn()
-	if err != nil {
-		return 0
-	}
-	return n - 1024
-}
 
 // optInShared lets the mvq, mmq, mmh, mmhq and attention_prefill kernels use the device's shared memory beyond
 // the default 48 KiB per block (less 1 KiB for their static arrays).

@@ -105,9 +105,6 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	if err := op.check(); err != nil {
 		return err
 	}
-	if op.Rounded != 0 {
-		return d.matMulsRounded(op)
-	}
 	mode := prepMode(op)
 	x := op.X
 	// The input goes to Temp as f32 first unless every matrix runs on the
@@ -178,33 +175,15 @@ func (d *Device) MatMuls(op MatMulsOp) error {
 	return nil
 }
 
-// matMulsRounded runs op from its Rounded input: its 16-bit matrices of
-// one type as one launch each, and their biases.
-func (d *Device) matMulsRounded(op MatMulsOp) error {
-	launched := make([]bool, len(op.Segs))
-	for i, s := range op.Segs {
-		if !launched[i] {
-			ops := op.launchWith(i, op.X, launched, func(w DevMatrix) bool { return w.Type == s.W.Type })
-			for j := range ops {
-				ops[j].Scratch, ops[j].ScratchBytes, ops[j].Rounded = op.Rounded, MatMulHalfScratchBytes(op.X.Rows, op.X.Cols), true
-			}
-			if err := d.matMulHalfs(ops); err != nil {
-				return err
-			}
-		}
-		if s.Bias.Ptr != 0 {
-			if err := d.AddBias(s.Y, s.Bias); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// product is matrix i of op as one product of input x.
+// product is matrix i of op as one product of input x (from the Rounded
+// input, when op has one).
 func (op *MatMulsOp) product(i int, x DevF32) MatMulOp {
 	s := op.Segs[i]
-	return MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
+	mm := MatMulOp{W: s.W, X: x, Y: s.Y, Residual: op.Accumulate, Scratch: op.Scratch, ScratchBytes: op.ScratchBytes}
+	if op.Rounded != 0 {
+		mm.Scratch, mm.ScratchBytes, mm.Rounded = op.Rounded, MatMulHalfScratchBytes(x.Rows, x.Cols), true
+	}
+	return mm
 }
 
 // launchWith is matrix i of op and the later matrices on its path that

@@ -130,10 +130,40 @@ func mmhKernel(typ string, t mmhTile) string {
 	return "mmh_" + typ + "_" + t.String()
 }
 
-// mmhTileRuns says whether this device runs tile t: its shared memory fits
-// a block, and a wg tile needs the wgmma module (compute capability 9.0).
-func (d *Device) mmhTileRuns(t mmhTile) bool {
-	return t.shared() <= d.maxShared && (!t.wg || d.wgmmaErr == nil)
+// mmhTileRuns says whether this device runs tile t (checkHalfTile).
+func (d *Device) mmhTileRuns(t mmhTile) bool { return d.checkHalfTile("", t) == nil }
+
+// checkHalfTile says why this device cannot run tile t over the matrices ws
+// (what names the product in errors), or nil: its shared memory must fit a
+// block, a wg tile needs the wgmma module (compute capability 9.0), and a
+// pipe tile takes matrices of fewer than 2³² values.
+func (d *Device) checkHalfTile(what string, t mmhTile, ws ...DevMatrix) error {
+	if t.shared() > d.maxShared {
+		return fmt.Errorf("kernels: %s: tile %v needs %d bytes of shared memory, the device gives a block %d", what, t, t.shared(), d.maxShared)
+	}
+	if t.wg && d.wgmmaErr != nil {
+		return fmt.Errorf("kernels: %s: tile %v: %w", what, t, d.wgmmaErr)
+	}
+	for _, w := range ws {
+		if t.pipe && int64(w.Rows)*int64(w.Cols) >= 1<<32 {
+			return fmt.Errorf("kernels: %s: tile %v takes matrices of fewer than 2^32 values, not %d×%d", what, t, w.Rows, w.Cols)
+		}
+	}
+	return nil
+}
+
+// launchHalf queues the product p describes, in tiles of tile over grid
+// rows tiles, op being its first matrix: op's input rounded into the
+// scratch first, unless it is already (op.Rounded).
+func (d *Device) launchHalf(op MatMulOp, tile mmhTile, tiles int, p mmhParams) error {
+	typ := mmhTypeName(op.W.Type)
+	if !op.Rounded {
+		if err := d.convertHalf(typ, op); err != nil {
+			return err
+		}
+	}
+	return d.launch(mmhKernel(typ, tile), cuda.Dim3{X: ceilDiv(op.X.Rows, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
+		tile.shared(), p.args()...)
 }
 
 // MatMulHalfScratchBytes is the scratch a 16-bit-weight MatMulOp of B rows
@@ -252,36 +282,18 @@ func (d *Device) matMulHalfIn(ops []MatMulOp, tile mmhTile) error {
 		if o.W.Type != ops[0].W.Type {
 			return fmt.Errorf("kernels: matmul: a %v matrix in one launch with a %v one", o.W.Type, ops[0].W.Type)
 		}
-		if tile.pipe && int64(o.W.Rows)*int64(o.W.Cols) >= 1<<32 {
-			return fmt.Errorf("kernels: matmul: tile %v takes matrices of fewer than 2^32 values, not %d×%d", tile, o.W.Rows, o.W.Cols)
-		}
-		return nil
+		return d.checkHalfTile("matmul", tile, o.W)
 	})
 	if err != nil {
 		return err
 	}
 	op := ops[0]
-	if tile.shared() > d.maxShared {
-		return fmt.Errorf("kernels: matmul: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
-	}
-	typ := mmhTypeName(op.W.Type)
-	B, cols := op.X.Rows, op.W.Cols
-	if !op.Rounded {
-		if err := d.convertHalf(typ, op); err != nil {
-			return err
-		}
-	}
 	p := mmhParams{
 		W: uint64(op.W.Ptr), X: uint64(op.Scratch), Y: uint64(op.Y.Ptr),
-		Rows: int32(op.W.Rows), Cols: int32(cols), Batch: int32(B),
+		Rows: int32(op.W.Rows), Cols: int32(op.W.Cols), Batch: int32(op.X.Rows),
 		Accumulate: int32(boolInt(op.Residual)), Type: int32(op.W.Type), NSeg: int32(len(ops)), mmSegs: segsOf(ops),
 	}
-	if tile.wg && d.wgmmaErr != nil {
-		return fmt.Errorf("kernels: matmul: tile %v: %w", tile, d.wgmmaErr)
-	}
-	name := mmhKernel(typ, tile)
-	return d.launch(name, cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
-		tile.shared(), p.args()...)
+	return d.launchHalf(op, tile, tiles, p)
 }
 
 // matMulHalfGLU queues h = silu(gate)·up for one input: gate and up are
@@ -313,28 +325,16 @@ func (d *Device) matMulHalfGLUIn(gate, up MatMulOp, h cuda.DevPtr, tile mmhTile)
 	if !tile.gluOK() {
 		return fmt.Errorf("kernels: matmul glu: tile %v does not split into gate and up halves", tile)
 	}
-	if tile.pipe && int64(gate.W.Rows)*int64(gate.W.Cols) >= 1<<32 {
-		return fmt.Errorf("kernels: matmul glu: tile %v takes matrices of fewer than 2^32 values, not %d×%d", tile, gate.W.Rows, gate.W.Cols)
-	}
-	if tile.wg && d.wgmmaErr != nil {
-		return fmt.Errorf("kernels: matmul glu: tile %v: %w", tile, d.wgmmaErr)
-	}
-	if tile.shared() > d.maxShared {
-		return fmt.Errorf("kernels: matmul glu: tile %v needs %d bytes of shared memory, the device gives a block %d", tile, tile.shared(), d.maxShared)
+	if err := d.checkHalfTile("matmul glu", tile, gate.W); err != nil {
+		return err
 	}
 	tiles := ceilDiv(gate.W.Rows, tile.rows/2)
 	if tiles > 65535 {
 		return fmt.Errorf("kernels: matmul glu: %d tiles of %d weight rows: at most 65535", tiles, tile.rows/2)
 	}
-	typ := mmhTypeName(gate.W.Type)
-	B := gate.X.Rows
-	if err := d.convertHalf(typ, gate); err != nil {
-		return err
-	}
 	p := mmhParams{
-		W: uint64(gate.W.Ptr), X: uint64(gate.Scratch), Rows: int32(gate.W.Rows), Cols: int32(gate.W.Cols), Batch: int32(B),
+		W: uint64(gate.W.Ptr), X: uint64(gate.Scratch), Rows: int32(gate.W.Rows), Cols: int32(gate.W.Cols), Batch: int32(gate.X.Rows),
 		Type: int32(gate.W.Type), NSeg: 2, mmSegs: mmSegs{W1: uint64(up.W.Ptr), Rows1: int32(up.W.Rows)}, GLU: 1, H: uint64(h),
 	}
-	return d.launch(mmhKernel(typ, tile), cuda.Dim3{X: ceilDiv(B, tile.batch), Y: tiles}, cuda.Dim3{X: tile.threads()},
-		tile.shared(), p.args()...)
+	return d.launchHalf(gate, tile, tiles, p)
 }

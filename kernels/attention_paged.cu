@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include "attention_part.cuh"
+#include "attention_vec.cuh"
 #include "rope_store.cuh"
 #include "kv.cuh"
 #include "overlap.cuh"
@@ -87,6 +88,28 @@ ATTENTION_PART_PF16(2)
 ATTENTION_PART_PF16(4)
 ATTENTION_PART_PF16(8)
 ATTENTION_PART_PF16(16)
+
+// attention_vec_pf16_<GM>x<CPL> is attention_vec.cuh's attention_vec: the
+// same partial results as attention_part_pf16 for groups of up to GM query
+// heads and heads of up to 128·CPL values, with each row read once a block
+// (AttentionPaged picks it where an instance fits). Its dynamic shared
+// memory is attentionVecShared(tile, headDim, GM) bytes.
+#define ATTENTION_VEC_PF16(GM, CPL)                                                                         \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
+      attention_vec_pf16_##GM##x##CPL(const float *__restrict__ q, const __half *__restrict__ kc,            \
+                                      const __half *__restrict__ vc, float *__restrict__ part,              \
+                                      const int *__restrict__ pos, const int *__restrict__ seq, int heads,  \
+                                      int kvHeads, int headDim, float scale, KV_POOL_PARAMS) {              \
+    attention_vec<GM, CPL>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, KVPaged{KV_POOL});     \
+  }
+
+ATTENTION_VEC_PF16(1, 1)
+ATTENTION_VEC_PF16(2, 1)
+ATTENTION_VEC_PF16(4, 1)
+ATTENTION_VEC_PF16(8, 1)
+ATTENTION_VEC_PF16(1, 2)
+ATTENTION_VEC_PF16(2, 2)
+ATTENTION_VEC_PF16(4, 2)
 
 // kv_pool_cells writes kv_cell of (seq[i], pos[i]) to out[i], i < n, for
 // the test that checks KVPoolLayout.CellOffset agrees with the device.

@@ -22,8 +22,12 @@ type DevKVPool struct {
 
 // pagedKernelNames are the kernels of attention_paged.fatbin.
 func pagedKernelNames() []string {
-	return []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
+	names := []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
 		"attention_part_pf16_8", "attention_part_pf16_16", "kv_pool_cells"}
+	for _, v := range attentionVecInstances {
+		names = append(names, v.name())
+	}
+	return names
 }
 
 func (p DevKVPool) check(op string) error {
@@ -108,6 +112,15 @@ func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq 
 	splits := pagedSplits(p.KVPoolLayout)
 	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
 	group := heads / p.KVHeads
+	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
+		args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+			cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale)}, p.poolArgs()...)
+		if err := d.launch(v.name(), cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128},
+			v.shared(p.HeadDim), args...); err != nil {
+			return err
+		}
+		return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)
+	}
 	tile := attentionPagedTile(p.HeadDim, group)
 	args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
 		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale), cuda.I(tile), cuda.F(0), cuda.I(0)}, p.poolArgs()...)

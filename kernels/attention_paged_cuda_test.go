@@ -165,6 +165,11 @@ func TestGPUPagedKV(t *testing.T) {
 		{8, 1, 128, 32},
 		{4, 4, 64, 64},
 		{16, 2, 256, 16},
+		{28, 4, 128, 16},   // groups of 7 (attention_vec_pf16_8x1)
+		{32, 32, 96, 16},   // heads of 96 values, one query head per KV head
+		{16, 8, 256, 16},   // attention_vec_pf16_2x2
+		{12, 4, 256, 64},   // groups of 3 in attention_vec_pf16_4x2
+		{32, 8, 128, 1024}, // 3585 positions: splits of two tiles, the last partial
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d_kv%d_d%d_bs%d", c.heads, c.kvHeads, c.headDim, c.bs), func(t *testing.T) {
@@ -199,6 +204,19 @@ func TestGPUPagedKV(t *testing.T) {
 			}
 			got, ref := read(t, paged), read(t, flat)
 			checkNMSE(t, "decode, paged f16 against f32", got, to64(ref), pagedSame)
+			// attention_part_pf16 where attention_vec_pf16 has an instance: the
+			// same values within the order of the sums.
+			if v, ok := attentionVecFor(c.heads/c.kvHeads, hd); ok {
+				part := g.poisoned(B, c.heads*hd)
+				was := dev.attVec
+				dev.attVec = false
+				err := dev.AttentionPaged(f.pool, qd, part, c.heads, pd, sd, g.poisoned(1, AttentionPagedScratch(l, B, c.heads)))
+				dev.attVec = was
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkNMSE(t, v.name()+" against attention_part_pf16", got, to64(read(t, part)), pagedSame)
+			}
 			want := refCausalAttention(q, f.kRaw, f.vRaw, seq, pos, c.heads, c.kvHeads, hd, ctx, runtime.NumCPU())
 			for i := range want {
 				if math.IsNaN(want[i]) {
@@ -361,6 +379,53 @@ func TestPagedSplitsAgree(t *testing.T) {
 		l := KVPoolLayout{TableCols: ctx, BlockSize: 1}
 		if a, b := pagedSplits(l), attentionSplits(DevKVCache{Ctx: ctx}); a != b {
 			t.Errorf("context %d: %d splits over the pool, %d over the f32 cache", ctx, a, b)
+		}
+	}
+}
+
+// BenchmarkGPUAttentionPaged times AttentionPaged (the partial results and
+// their merge) over a paged f16 pool of 32-token blocks with a context of
+// 8192, Llama 8B's heads (32 over 8 KV heads of 128 values), B tokens
+// each at depth pos of its own sequence, on attention_vec_pf16 and on
+// attention_part_pf16, and reports the cache's bytes read per second
+// (K and V rows of pos+1 positions a token) beside TFLOP/s.
+func BenchmarkGPUAttentionPaged(b *testing.B) {
+	const heads, kvHeads, hd, bs, ctx = 32, 8, 128, 32, 8192
+	for _, B := range []int{1, 16} {
+		for _, depth := range []int{512, 2048, 8000} {
+			g := newBuffers(b)
+			cols := ctx / bs
+			l := KVPoolLayout{MaxSeqs: B, TableCols: cols, BlockSize: bs, Blocks: B * cols, KVHeads: kvHeads, HeadDim: hd, Elem: KVPoolF16}
+			tables := make([]int32, l.TableLen())
+			for i := range tables {
+				tables[i] = int32(i)
+			}
+			pool := DevKVPool{KVPoolLayout: l, K: g.halves(l.Cells()*l.KVDim(), 0x3c00), V: g.halves(l.Cells()*l.KVDim(), 0x3800), Tables: g.i32(tables).Ptr}
+			seq, pos := make([]int32, B), make([]int32, B)
+			for i := range seq {
+				seq[i], pos[i] = int32(i), int32(depth)
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(B)))
+			q := g.f32(randF32(rng, B*heads*hd), B, heads*hd)
+			out := g.poisoned(B, heads*hd)
+			pd, sd := g.i32(pos), g.i32(seq)
+			scratch := g.poisoned(1, AttentionPagedScratch(l, B, heads))
+			seen := float64(B) * float64(depth+1)
+			bytes := seen * float64(l.KVDim()) * 2 * 2
+			for _, vec := range []bool{true, false} {
+				name := "part"
+				if vec {
+					name = "vec"
+				}
+				b.Run(fmt.Sprintf("B%d_pos%d/%s", B, depth, name), func(b *testing.B) {
+					was := dev.attVec
+					dev.attVec = vec
+					defer func() { dev.attVec = was }()
+					timeLaunches(b, 4*heads*hd*seen, func() error { return dev.AttentionPaged(pool, q, out, heads, pd, sd, scratch) })
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+					b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+				})
+			}
 		}
 	}
 }

@@ -35,6 +35,7 @@ type Device struct {
 	resident  map[residentKey]int
 	wgmmaErr  error // why mmw.ptx (the wgmma products) is not loaded; nil when it is
 	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
+	attVec    bool  // AttentionPaged picks attention_vec_pf16 where an instance fits (LLMSERVE_ATTENTION_VEC not 0)
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -78,7 +79,7 @@ func waitsItself(name string) bool {
 	if slices.Contains(mvqKernels(), name) {
 		return true
 	}
-	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_", "moe_mvq_", "rms_norm_add"} {
+	for _, p := range []string{"matvec_", "get_rows_", "rope_store", "sample", "attention_part_", "attention_vec_", "moe_mvq_", "rms_norm_add"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -141,6 +142,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	}
 	d.wgmmaErr = d.loadWGMMA()
 	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
+	d.attVec = os.Getenv("LLMSERVE_ATTENTION_VEC") != "0"
 	return d, nil
 }
 

@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // KVPoolElem is the element type of a device KV pool's cells.
 type KVPoolElem int
@@ -111,6 +114,42 @@ func attentionPagedTile(headDim, group int) int {
 		tile /= 2
 	}
 	return tile
+}
+
+// attentionVec is an instance of attention_vec_pf16 (attention_vec.cuh):
+// groups of up to Group query heads per KV head, heads of up to 128·Chunks
+// values.
+type attentionVec struct{ Group, Chunks int }
+
+// attentionVecInstances are the instances attention_paged.cu compiles: the
+// queries and sums of Group·Chunks·8 values a lane stay in registers up to
+// 8·8 of each (231 registers at 8×1, no spills on sm_90).
+var attentionVecInstances = []attentionVec{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {4, 2}}
+
+func (v attentionVec) name() string {
+	return "attention_vec_pf16_" + strconv.Itoa(v.Group) + "x" + strconv.Itoa(v.Chunks)
+}
+
+// tile is ATT_VEC_TILE: the positions per tile.
+func (v attentionVec) tile() int { return 32 / v.Chunks }
+
+// shared is the dynamic shared memory of the instance for heads of
+// headDim values: ATT_VEC_STAGES (2) buffers of a tile's f16 K and V rows,
+// which the warps' merge (per warp and head: max, sum, headDim weighted
+// sums in f32) reuses. At most 32 KiB: no opt-in.
+func (v attentionVec) shared(headDim int) int {
+	return max(2*2*2*v.tile()*headDim, 4*(4*v.Group*(headDim+2)))
+}
+
+// attentionVecFor is the smallest instance for groups of group query heads
+// and heads of headDim values, if one is compiled.
+func attentionVecFor(group, headDim int) (attentionVec, bool) {
+	for _, v := range attentionVecInstances {
+		if group <= v.Group && headDim <= 128*v.Chunks {
+			return v, true
+		}
+	}
+	return attentionVec{}, false
 }
 
 // maxHeadDimPaged is MaxHeadDim, untagged: the largest head the paged

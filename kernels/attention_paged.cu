@@ -93,7 +93,7 @@ ATTENTION_PART_PF16(16)
 // same partial results as attention_part_pf16 for groups of up to GM query
 // heads and heads of up to 128·CPL values, with each row read once a block
 // (AttentionPaged picks it where an instance fits). Its dynamic shared
-// memory is attentionVecShared(tile, headDim, GM) bytes.
+// memory is attentionVec.shared(headDim) bytes (kvpool.go).
 #define ATTENTION_VEC_PF16(GM, CPL)                                                                         \
   extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
       attention_vec_pf16_##GM##x##CPL(const float *__restrict__ q, const __half *__restrict__ kc,            \

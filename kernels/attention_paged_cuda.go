@@ -112,20 +112,20 @@ func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq 
 	splits := pagedSplits(p.KVPoolLayout)
 	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
 	group := heads / p.KVHeads
+	// attention_vec_pf16 where an instance fits, else attention_part_pf16
+	// (which also takes a tile, a soft-cap and a window: none here).
+	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
+		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale)}
+	var name string
+	var shared int
 	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
-		args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-			cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale)}, p.poolArgs()...)
-		if err := d.launch(v.name(), cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128},
-			v.shared(p.HeadDim), args...); err != nil {
-			return err
-		}
-		return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)
+		name, shared = v.name(), v.shared(p.HeadDim)
+	} else {
+		tile := attentionPagedTile(p.HeadDim, group)
+		name, shared = "attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), attentionPagedShared(tile, p.HeadDim, group)
+		args = append(args, cuda.I(tile), cuda.F(0), cuda.I(0))
 	}
-	tile := attentionPagedTile(p.HeadDim, group)
-	args := append([]cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale), cuda.I(tile), cuda.F(0), cuda.I(0)}, p.poolArgs()...)
-	if err := d.launch("attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits},
-		cuda.Dim3{X: 128}, attentionPagedShared(tile, p.HeadDim, group), args...); err != nil {
+	if err := d.launch(name, cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128}, shared, append(args, p.poolArgs()...)...); err != nil {
 		return err
 	}
 	return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)

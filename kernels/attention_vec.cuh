@@ -51,7 +51,7 @@ template <int N> static __device__ __forceinline__ void cp_async_wait_n() {
 // (no soft-cap, no window: the arch attention keeps attention_part), for
 // groups of G ≤ GM query heads per KV head and heads of at most 128·CPL
 // values (headDim a multiple of 8). Grid (B, kvHeads, splits), ATT_THREADS
-// threads, dynamic shared memory attentionVecShared(tile, headDim) bytes
+// threads, dynamic shared memory attentionVec.shared(headDim) bytes
 // (kvpool.go).
 template <int GM, int CPL>
 static __device__ __forceinline__ void attention_vec(const float *__restrict__ q, const __half *__restrict__ kc,

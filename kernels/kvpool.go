@@ -123,7 +123,7 @@ type attentionVec struct{ Group, Chunks int }
 
 // attentionVecInstances are the instances attention_paged.cu compiles: the
 // queries and sums of Group·Chunks·8 values a lane stay in registers up to
-// 8·8 of each (231 registers at 8×1, no spills on sm_90).
+// 8·8 of each (242 registers at 8×1, no spills on sm_90).
 var attentionVecInstances = []attentionVec{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {4, 2}}
 
 func (v attentionVec) name() string {

@@ -391,8 +391,8 @@ func TestPagedSplitsAgree(t *testing.T) {
 // (K and V rows of pos+1 positions a token) beside TFLOP/s.
 func BenchmarkGPUAttentionPaged(b *testing.B) {
 	const heads, kvHeads, hd, bs, ctx = 32, 8, 128, 32, 8192
-	for _, B := range []int{1, 16} {
-		for _, depth := range []int{512, 2048, 8000} {
+	for _, B := range []int{1, 16, 64} {
+		for _, depth := range []int{128, 576, 2048, 8000} {
 			g := newBuffers(b)
 			cols := ctx / bs
 			l := KVPoolLayout{MaxSeqs: B, TableCols: cols, BlockSize: bs, Blocks: B * cols, KVHeads: kvHeads, HeadDim: hd, Elem: KVPoolF16}

@@ -11,7 +11,10 @@
 # replays slowed them by up to 20%, and each is deleted after), and for each
 # prints:
 #   - batch-1 generation (tg128) tok/s with CUDA graphs on and off,
-#   - aggregate generation tok/s for B sequences decoding together,
+#   - aggregate generation tok/s for B sequences decoding together, 128
+#     steps after a prompt of BATCH_PROMPT tokens (default 128: the
+#     workload of llama-batched-bench -npp 128 -ntg 128, which gives the
+#     llama.cpp column of those rows),
 #   - prompt processing (pp512) tok/s,
 # each beside the weight-streaming roofline (steps/s <= 4255 GB/s, the H200, / bytes of
 # weights read per step, from `llmserve inspect`; times the tokens per step:
@@ -19,8 +22,9 @@
 # llama.cpp's figure on the same H200 (../shared/CUDA.md), plus the wall
 # time of the synthesis. Each rate is the best of 3 runs. The log of each
 # model also holds the device time of every kernel of one decode step at
-# position 512 (`bench --profile`: a graph replay with an event after every
-# kernel). Full logs go to LOGDIR (default .gpu/logs); a short
+# position 512, of one step of the largest B sequences there, and of one
+# 512-token prompt step (`bench --profile`: a graph replay with an event
+# after every kernel), and the largest B's tok/s at depth 512. Full logs go to LOGDIR (default .gpu/logs); a short
 # table of everything is printed last.
 #
 # Arguments: models as shape/type (default: 1b/Q4_K_M 1b/Q8_0 1b/F16
@@ -52,6 +56,7 @@ VOCAB=${VOCAB:-$(first "$root/.gpu/shared/vocab/ggml-vocab-llama-bpe.gguf" "$roo
 LOGDIR=${LOGDIR:-.gpu/logs}
 BATCHES=${BATCHES:-1,2,4,8,16,32,64}
 BATCHES_8B_F16=${BATCHES_8B_F16:-1,4,16,64}
+BATCH_PROMPT=${BATCH_PROMPT:-128}
 SCHEMA=${SCHEMA:-0}
 SCHEMA_FILE=${SCHEMA_FILE:-$root/scripts/bench-schema.json}
 SCHEMA_BATCHES=${SCHEMA_BATCHES:-1,16}
@@ -133,7 +138,9 @@ for i in "${!MODELS[@]}"; do
 	batches=$BATCHES
 	[ "$spec" = 8b/F16 ] && batches=$BATCHES_8B_F16
 	g="$LOGDIR/bench-$name-graphs.log" ng="$LOGDIR/bench-$name-nographs.log"
-	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$batches" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
+	bb="$LOGDIR/bench-$name-batched.log"
+	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B 1,"${batches##*,}" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
+	"$LLMSERVE" bench -m "$model" -p "$BATCH_PROMPT" -n 128 -B "$batches" -r 3 > "$bb" 2>&1 || { echo "bench-gpu: bench $spec -p $BATCH_PROMPT failed:" >&2; tail -3 "$bb" >&2; status=1; }
 	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 -r 3 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
 	cs="$LOGDIR/bench-$name-schema.log"
 	if [ "$SCHEMA" != 0 ]; then
@@ -141,7 +148,7 @@ for i in "${!MODELS[@]}"; do
 			{ echo "bench-gpu: bench $spec --json-schema failed:" >&2; tail -3 "$cs" >&2; status=1; }
 		cat "$cs" >> "$log"
 	fi
-	cat "$g" "$ng" >> "$log"
+	cat "$g" "$bb" "$ng" >> "$log"
 	[ "$model" = "$tmp/llama-$name.gguf" ] && rm -f "$model"
 	{
 		row "$spec" synth "$cores" "$synth_s" '' '' ''
@@ -150,8 +157,8 @@ for i in "${!MODELS[@]}"; do
 		v=$(tokps "$ng" '^tg128 B=1 ')
 		row "$spec" 'tg128 B=1' 'no graphs' "$v" "$(roof "$bytes" 1)" "${LCPP_TG_NOGRAPH[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 1)")"
 		for B in ${batches//,/ }; do
-			v=$(tokps "$g" "^tg128 B=$B ")
-			row "$spec" "tg128 B=$B" aggregate "$v" "$(roof "$bytes" "$B")" "${LCPP_BATCH[$spec/$B]:--}" "$(pct "$v" "$(roof "$bytes" "$B")")" "${MUST_BATCH[$spec/$B]:--}"
+			v=$(tokps "$bb" "^tg128 B=$B ")
+			row "$spec" "tg128 B=$B" "after $BATCH_PROMPT" "$v" "$(roof "$bytes" "$B")" "${LCPP_BATCH[$spec/$B]:--}" "$(pct "$v" "$(roof "$bytes" "$B")")" "${MUST_BATCH[$spec/$B]:--}"
 		done
 		v=$(tokps "$g" '^pp512:')
 		row "$spec" pp512 '' "$v" "$(roof "$bytes" 64)" "${LCPP_PP[$spec]:--}" "$(pct "$v" "$(roof "$bytes" 64)")" "${MUST_PP[$spec]:--}"

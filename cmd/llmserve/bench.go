@@ -44,7 +44,7 @@ func benchTo(w io.Writer, args []string) error {
 	noGraphs := fs.Bool("no-cuda-graphs", false, "launch kernels one by one instead of replaying CUDA graphs")
 	fs.Func("graph-buckets", graphBucketsUsage, graphBucketsFlag(&ec.GraphBuckets))
 	noOverlap := fs.Bool("no-overlap", false, overlapUsage)
-	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step and of one prompt step of -p tokens (at most 512) (GPU engine)")
+	profile := fs.Bool("profile", false, "also time every kernel of one batch-1 decode step, of one decode step of the largest -B sequences (when above 1) and of one prompt step of -p tokens (at most 512) (GPU engine)")
 	fs.BoolVar(&ec.Deterministic, "deterministic", false, deterministicUsage)
 	for _, n := range []string{"ctk", "cache-type-k"} {
 		fs.Func(n, "KV cache `type` for keys: f16 (default), q8_0 or f32 (GPU: f16 is the paged f16 pool, -ctk f32 -ctv f32 one f32 region per slot)", kvTypeFlag(&ec.CacheTypeK))
@@ -140,14 +140,15 @@ func benchTo(w io.Writer, args []string) error {
 		fmt.Fprintf(w, "constrained text (first document, or the longest part of one): %.200q\n", example)
 	}
 	if *profile {
-		return profileStep(w, e, *nPrompt)
+		return profileStep(w, e, *nPrompt, slices.Max(sizes))
 	}
 	return nil
 }
 
 // profileStep prints the device time of every kernel of one decode step
-// at position pos of sequence 0.
-func profileStep(w io.Writer, e decode.Engine, pos int) error {
+// at position pos of sequence 0, of one decode step of sequences 0..B-1 at
+// position pos when B > 1, and of one prompt step of min(pos, 512) tokens.
+func profileStep(w io.Writer, e decode.Engine, pos, B int) error {
 	p, ok := e.(decode.StepProfiler)
 	if !ok {
 		return errors.New("--profile needs the GPU engine")
@@ -161,6 +162,19 @@ func profileStep(w io.Writer, e decode.Engine, pos int) error {
 	fmt.Fprintf(w, "kernels of one decode step at position %d:\n", pos)
 	if err := decode.WriteKernelTable(w, times); err != nil {
 		return err
+	}
+	if B > 1 {
+		b.Reset()
+		for s := 0; s < B; s++ {
+			b.Add(int32(1+s), int32(pos), int32(s), true)
+		}
+		if times, err = p.ProfileStep(&b); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "kernels of one decode step of %d sequences at position %d:\n", B, pos)
+		if err := decode.WriteKernelTable(w, times); err != nil {
+			return err
+		}
 	}
 	n := min(pos, 512)
 	if n < 2 {

@@ -24,8 +24,9 @@
 # model also holds the device time of every kernel of one decode step at
 # position 512, of one step of the largest B sequences there, and of one
 # 512-token prompt step (`bench --profile`: a graph replay with an event
-# after every kernel), and the largest B's tok/s at depth 512. Full logs go to LOGDIR (default .gpu/logs); a short
-# table of everything is printed last.
+# after every kernel), and the largest B's tok/s at depth 512. Full logs go
+# to LOGDIR (default .gpu/logs); a short table of everything is printed
+# last.
 #
 # Arguments: models as shape/type (default: 1b/Q4_K_M 1b/Q8_0 1b/F16
 # 8b/Q4_K_M 8b/Q8_0 8b/F16). BATCHES (default 1,2,4,8,16,32,64) and
@@ -138,8 +139,9 @@ for i in "${!MODELS[@]}"; do
 	batches=$BATCHES
 	[ "$spec" = 8b/F16 ] && batches=$BATCHES_8B_F16
 	g="$LOGDIR/bench-$name-graphs.log" ng="$LOGDIR/bench-$name-nographs.log"
-	bb="$LOGDIR/bench-$name-batched.log"
-	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B 1,"${batches##*,}" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
+	bb="$LOGDIR/bench-$name-batched.log" deep=1
+	[ "${batches##*,}" = 1 ] || deep=1,${batches##*,} # B=1 and the largest B at depth 512
+	"$LLMSERVE" bench -m "$model" -p 512 -n 128 -B "$deep" -r 3 --profile > "$g" 2>&1 || { echo "bench-gpu: bench $spec failed:" >&2; tail -3 "$g" >&2; status=1; }
 	"$LLMSERVE" bench -m "$model" -p "$BATCH_PROMPT" -n 128 -B "$batches" -r 3 > "$bb" 2>&1 || { echo "bench-gpu: bench $spec -p $BATCH_PROMPT failed:" >&2; tail -3 "$bb" >&2; status=1; }
 	"$LLMSERVE" bench -m "$model" -p 0 -n 128 -B 1 -r 3 --no-cuda-graphs > "$ng" 2>&1 || { echo "bench-gpu: bench $spec --no-cuda-graphs failed:" >&2; tail -3 "$ng" >&2; status=1; }
 	cs="$LOGDIR/bench-$name-schema.log"

@@ -380,10 +380,10 @@ func (e *GPUEngine) execMatMul(x kernels.DevF32, segs ...kernels.MatVecSeg) erro
 }
 
 // execAttention stores K and V (rotated, with Q, when the rope steps
-// ahead ask for it) and queues the attention of Q over the cache into Att,
+// ahead ask for it) and queues the attention of Q over the cache (the
+// paged f16 pool when the engine has one, else the f32 cache) into Att,
 // in pieces of at most gpuMaxBatch rows (the partial results' scratch
-// holds that many). A step the llama attention computes (the logit scale
-// 1/√HeadDim, no cap, no window the context reaches) runs there.
+// holds that many), with the step's logit scale, soft-cap and window.
 func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	m, s, d := e.m, &e.s, e.dev
 	q, k, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
@@ -396,14 +396,19 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 		}
 	}
 	var err error
-	if e.exec.stored {
+	switch {
+	case e.exec.stored:
 		// The products stored them (execGroup.Rope).
 		e.exec.stored = false
-	} else if rotated {
+	case rotated && e.paged != nil:
+		err = d.RopeStorePaged(kernels.RopeStorePagedOp{Pool: e.paged.pools[l], Q: q, K: k, V: v, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: e.ropeParams(neox)})
+	case rotated:
 		// LongRoPE's attention factor scales the rotated values, in the
 		// rotation's launch.
 		err = d.RopeStore(kernels.RopeStoreOp{Cache: e.kv[l], Q: q, K: k, V: v, Eps: m.RMSEps, Pos: pos, Seq: seq, Rope: e.ropeParams(neox)})
-	} else {
+	case e.paged != nil:
+		err = d.KVStorePaged(e.paged.pools[l], k, v, pos, seq)
+	default:
 		err = d.KVStore(e.kv[l], k, v, pos, seq)
 	}
 	if err != nil {
@@ -417,8 +422,14 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 		n := min(gpuMaxBatch, B-lo)
 		p := kernels.DevI32{Ptr: s.pos.Ptr.Add(4 * int64(lo)), Len: n}
 		sq := kernels.DevI32{Ptr: s.seq.Ptr.Add(4 * int64(lo)), Len: n}
-		err = d.AttentionArch(kernels.AttentionArchOp{Cache: e.kv[l], Q: s.q.Slice(lo, lo+n), Out: s.att.Slice(lo, lo+n), Heads: m.Heads,
-			Pos: p, Seq: sq, Scratch: s.attPart, Scale: st.Scale, Cap: st.Cap, Window: window})
+		qs, out := s.q.Slice(lo, lo+n), s.att.Slice(lo, lo+n)
+		if e.paged != nil {
+			err = d.AttentionPagedArch(kernels.AttentionPagedOp{Pool: e.paged.pools[l], Q: qs, Out: out, Heads: m.Heads,
+				Pos: p, Seq: sq, Scratch: s.attPart, Scale: st.Scale, Cap: st.Cap, Window: window})
+		} else {
+			err = d.AttentionArch(kernels.AttentionArchOp{Cache: e.kv[l], Q: qs, Out: out, Heads: m.Heads,
+				Pos: p, Seq: sq, Scratch: s.attPart, Scale: st.Scale, Cap: st.Cap, Window: window})
+		}
 		if err != nil {
 			return err
 		}

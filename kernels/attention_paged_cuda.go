@@ -100,35 +100,68 @@ func (d *Device) RopeStorePaged(op RopeStorePagedOp) error {
 // (padding) get zeros. scratch holds AttentionPagedScratch floats at
 // least. The splits are merged by attention.cu's attention_merge.
 func (d *Device) AttentionPaged(p DevKVPool, q, out DevF32, heads int, pos, seq DevI32, scratch DevF32) error {
-	if err := p.check("attention_pf16"); err != nil {
+	return d.attentionPaged("attention_pf16", AttentionPagedOp{Pool: p, Q: q, Out: out, Heads: heads, Pos: pos, Seq: seq, Scratch: scratch,
+		Scale: float32(1 / math.Sqrt(float64(p.HeadDim)))})
+}
+
+// AttentionPagedOp is AttentionArchOp over a paged f16 pool: the logit
+// scale Scale, logits soft-capped to Cap·tanh(logit/Cap) when Cap > 0, and
+// each token seeing only the last Window positions up to its own when
+// Window > 0.
+type AttentionPagedOp struct {
+	Pool     DevKVPool
+	Q, Out   DevF32 // B × Heads*HeadDim
+	Heads    int
+	Pos, Seq DevI32
+	Scratch  DevF32 // AttentionPagedScratch(Pool.KVPoolLayout, B, Heads) floats at least
+	Scale    float32
+	Cap      float32
+	Window   int
+}
+
+// AttentionPagedArch runs op: attention_part_pf16 per (token, KV head,
+// split) with op's scale, soft-cap and window (attention_vec_pf16 where
+// there are neither and an instance fits), then attention_merge.
+func (d *Device) AttentionPagedArch(op AttentionPagedOp) error {
+	if op.Window < 0 || op.Cap < 0 || !(op.Scale > 0) || math.IsInf(float64(op.Scale), 0) || math.IsNaN(float64(op.Cap)) {
+		return fmt.Errorf("kernels: attention_arch_pf16: window %d, cap %g, scale %g", op.Window, op.Cap, op.Scale)
+	}
+	return d.attentionPaged("attention_arch_pf16", op)
+}
+
+// attentionPaged checks op's operands and launches it; name is the caller
+// in errors.
+func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
+	p, q := op.Pool, op.Q
+	if err := p.check(name); err != nil {
 		return err
 	}
-	if err := checkAttention("attention_pf16", p.KVHeads, p.HeadDim, q, out, heads, pos, seq); err != nil {
+	if err := checkAttention(name, p.KVHeads, p.HeadDim, q, op.Out, op.Heads, op.Pos, op.Seq); err != nil {
 		return err
 	}
-	if need := AttentionPagedScratch(p.KVPoolLayout, q.Rows, heads); scratch.Len() < need {
-		return fmt.Errorf("kernels: attention_pf16: scratch of %d floats, need %d", scratch.Len(), need)
+	if need := AttentionPagedScratch(p.KVPoolLayout, q.Rows, op.Heads); op.Scratch.Len() < need {
+		return fmt.Errorf("kernels: %s: scratch of %d floats, need %d", name, op.Scratch.Len(), need)
 	}
 	splits := pagedSplits(p.KVPoolLayout)
-	scale := float32(1 / math.Sqrt(float64(p.HeadDim)))
-	group := heads / p.KVHeads
-	// attention_vec_pf16 where an instance fits, else attention_part_pf16
-	// (which also takes a tile, a soft-cap and a window: none here).
-	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(scratch.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr),
-		cuda.I(heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(scale)}
-	var name string
+	group := op.Heads / p.KVHeads
+	// attention_vec_pf16 where an instance fits and the scores are neither
+	// capped nor windowed, else attention_part_pf16 (which takes a tile,
+	// a soft-cap and a window).
+	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
+		cuda.I(op.Heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(op.Scale)}
+	var kernel string
 	var shared int
-	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
-		name, shared = v.name(), v.shared(p.HeadDim)
+	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec && op.Cap == 0 && op.Window == 0 {
+		kernel, shared = v.name(), v.shared(p.HeadDim)
 	} else {
 		tile := attentionPagedTile(p.HeadDim, group)
-		name, shared = "attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), attentionPagedShared(tile, p.HeadDim, group)
-		args = append(args, cuda.I(tile), cuda.F(0), cuda.I(0))
+		kernel, shared = "attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), attentionPagedShared(tile, p.HeadDim, group)
+		args = append(args, cuda.I(tile), cuda.F(op.Cap), cuda.I(op.Window))
 	}
-	if err := d.launch(name, cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128}, shared, append(args, p.poolArgs()...)...); err != nil {
+	if err := d.launch(kernel, cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128}, shared, append(args, p.poolArgs()...)...); err != nil {
 		return err
 	}
-	return d.attentionMerge(scratch, out, heads, p.HeadDim, splits, pos, seq, p.Ctx(), p.MaxSeqs)
+	return d.attentionMerge(op.Scratch, op.Out, op.Heads, p.HeadDim, splits, op.Pos, op.Seq, p.Ctx(), p.MaxSeqs)
 }
 
 // KVPoolCells writes, for each query i, the device's kv_cell of slot

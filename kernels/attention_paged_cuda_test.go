@@ -217,6 +217,31 @@ func TestGPUPagedKV(t *testing.T) {
 				}
 				checkNMSE(t, v.name()+" against attention_part_pf16", got, to64(read(t, part)), pagedSame)
 			}
+			// The architectures' attention (gemma2, phi3): another logit
+			// scale, soft-capped logits and windows shorter than a block,
+			// across a block boundary and longer than any sequence, against
+			// the f32 kernel with the same parameters over the same values.
+			for _, a := range []struct {
+				scale, cap float32
+				window     int
+			}{{0.3, 5, 0}, {0.125, 0, 7}, {0.25, 2.5, c.bs + 3}, {0.2, 0, 5000}} {
+				arch := g.poisoned(B, c.heads*hd)
+				if err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: arch, Heads: c.heads, Pos: pd, Seq: sd,
+					Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window}); err != nil {
+					t.Fatal(err)
+				}
+				fa := g.poisoned(B, c.heads*hd)
+				if err := dev.AttentionArch(AttentionArchOp{Cache: f.flat, Q: qd, Out: fa, Heads: c.heads, Pos: pd, Seq: sd,
+					Scratch: g.poisoned(1, AttentionScratch(f.flat, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window}); err != nil {
+					t.Fatal(err)
+				}
+				checkNMSE(t, fmt.Sprintf("arch decode (scale %g, cap %g, window %d), paged f16 against f32", a.scale, a.cap, a.window),
+					read(t, arch), to64(read(t, fa)), pagedSame)
+			}
+			if err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: paged, Heads: c.heads, Pos: pd, Seq: sd,
+				Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: 0.3, Window: -1}); err == nil {
+				t.Error("AttentionPagedArch took a window of -1")
+			}
 			want := refCausalAttention(q, f.kRaw, f.vRaw, seq, pos, c.heads, c.kvHeads, hd, ctx, runtime.NumCPU())
 			for i := range want {
 				if math.IsNaN(want[i]) {

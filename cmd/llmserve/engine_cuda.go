@@ -41,8 +41,12 @@ func openGPUEngine(m *model.Model, c engineConfig, warn func(string)) (decode.En
 			return nil, err
 		}
 		// A model the pool does not take yet (the executor's
-		// architectures) keeps the GPU with its f32 cache (openEngine
-		// says so where the f16 cells or a pool budget were asked for).
+		// architectures without the preview) keeps the GPU with its f32
+		// cache (openEngine warns where the f16 cells or a pool budget
+		// were asked for; the reason goes to the log either way).
+		if c.Info != nil {
+			c.Info(fmt.Sprintf("one f32 KV region per slot: %v", err))
+		}
 	}
 	return decode.NewGPUEngine(m, o)
 }

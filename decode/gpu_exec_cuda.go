@@ -382,8 +382,11 @@ func (e *GPUEngine) execMatMul(x kernels.DevF32, segs ...kernels.MatVecSeg) erro
 // execAttention stores K and V (rotated, with Q, when the rope steps
 // ahead ask for it) and queues the attention of Q over the cache (the
 // paged f16 pool when the engine has one, else the f32 cache) into Att,
-// in pieces of at most gpuMaxBatch rows (the partial results' scratch
-// holds that many), with the step's logit scale, soft-cap and window.
+// with the step's logit scale, soft-cap and window: for a step over
+// gpuMaxBatch tokens on the tensor cores where the prefill kernels take
+// the head size (with the preview), else on the decode kernels in pieces
+// of at most gpuMaxBatch rows (the partial results' scratch holds that
+// many).
 func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	m, s, d := e.m, &e.s, e.dev
 	q, k, v := s.q.Slice(0, B), s.k.Slice(0, B), s.v.Slice(0, B)
@@ -417,6 +420,17 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	window := st.Window
 	if window >= e.opts.Context {
 		window = 0 // every position of the cache is within it
+	}
+	if wide(B) && e.prefill && e.opts.Preview {
+		// On the tensor cores over the step's prompt tiles (not yet run
+		// on a device with these scores: with the preview only).
+		sc := kernels.PrefillScores{Scale: st.Scale, Cap: st.Cap, Window: window}
+		if e.paged != nil {
+			return d.AttentionPrefillPaged(kernels.AttentionPrefillPagedOp{Pool: e.paged.pools[l], Q: q, Out: s.att.Slice(0, B), Heads: m.Heads,
+				Tiles: s.tiles, NumTiles: e.tiles, MaxRows: e.tileRows, Scores: sc})
+		}
+		return d.AttentionPrefill(kernels.AttentionPrefillOp{Cache: e.kv[l], Q: q, Out: s.att.Slice(0, B), Heads: m.Heads,
+			Tiles: s.tiles, NumTiles: e.tiles, MaxRows: e.tileRows, Scores: sc})
 	}
 	for lo := 0; lo < B; lo += gpuMaxBatch {
 		n := min(gpuMaxBatch, B-lo)

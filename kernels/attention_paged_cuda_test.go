@@ -274,6 +274,19 @@ func TestGPUPagedKV(t *testing.T) {
 			}
 			pgot, fgot := read(t, pout), read(t, fout)
 			checkNMSE(t, "prefill, paged f16 against f32", pgot, to64(fgot), pagedSame)
+			// The architectures' scores: the same kernel body, so the f32
+			// cache's values within the order of the sums.
+			if PrefillSupports(hd) {
+				sc := PrefillScores{Scale: 0.2, Cap: 4, Window: c.bs + 5}
+				pa, fa := g.poisoned(PB, c.heads*hd), g.poisoned(PB, c.heads*hd)
+				if err := dev.AttentionPrefillPaged(AttentionPrefillPagedOp{Pool: f.pool, Q: pqd, Out: pa, Heads: c.heads, Tiles: tiles, NumTiles: len(words) / 4, MaxRows: maxRows, Scores: sc}); err != nil {
+					t.Fatal(err)
+				}
+				if err := dev.AttentionPrefill(AttentionPrefillOp{Cache: f.flat, Q: pqd, Out: fa, Heads: c.heads, Tiles: tiles, NumTiles: len(words) / 4, MaxRows: maxRows, Scores: sc}); err != nil {
+					t.Fatal(err)
+				}
+				checkNMSE(t, fmt.Sprintf("prefill with scores %+v, paged f16 against f32", sc), read(t, pa), to64(read(t, fa)), pagedSame)
+			}
 			pwant := refCausalAttention(pq, f.kRaw, f.vRaw, pseq, ppos, c.heads, c.kvHeads, hd, ctx, runtime.NumCPU())
 			if e, touched := comparePrefill(pgot, pwant); e > prefillBound || touched > 0 {
 				t.Errorf("prefill, paged f16 against the f64 reference: NMSE %.3g > %g, %d values of uncovered rows written", e, prefillBound, touched)

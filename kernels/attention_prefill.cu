@@ -22,10 +22,20 @@
 // mma.sync.m16n8k16 with f16 operands: Q's fragments stay in registers
 // (D ≤ 128) or are read from shared memory (D = 256); P is rounded from S's
 // accumulators in place (their fragment layout is the A layout of the next
-// product). The softmax is online, in f32, with the 1/√headDim scale folded
+// product). The softmax is online, in f32, with the logit scale folded
 // into exp2; the causal mask is applied only to the tiles that cross a
 // row's position. The output is normalized and written as f32. A row's
 // result does not depend on the rows beside it (see the softmax).
+//
+// The architectures' scores (gemma2, phi3): a logit scale other than
+// 1/√headDim is scaleLog2's; soft-capped logits (capOut > 0) become
+// capOut·tanh(s·capIn) right after S = Q·Kᵀ (capIn = scale/cap, capOut =
+// cap·log2 e, and then scaleLog2 = 1, so the softmax below multiplies by
+// exactly 1 and llama's path keeps its bits); a window > 0 hides the
+// positions p ≤ pos - window of a row at pos, as attention_part does: a
+// block starts its walk at the tile of its first row's first visible
+// position, a warp skips the tiles none of its rows sees, and the mask
+// covers the tiles that cross a window's start.
 //
 // Head sizes: the kernels are compiled for D = 64, 128 and 256; a head of
 // any multiple of 16 up to 256 runs in the smallest D that holds it, its
@@ -141,7 +151,8 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
                                                          const T *__restrict__ kc, const T *__restrict__ vc,
                                                          const int *__restrict__ tiles, int batch, int heads,
                                                          int kvHeads, int headDim, const A addr,
-                                                         int maxRows, float scaleLog2) {
+                                                         int maxRows, float scaleLog2, float capIn,
+                                                         float capOut, int window) {
   using C = PrefillCfg<D, BN>;
   using E = KVElem<T>;
   static_assert(!QREG || PF_M <= 2 * BN, "the queries are staged in the second K/V stage");
@@ -163,6 +174,8 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int last = pos0 + (min(m0 + PF_M, mrows) - 1) / G; // the block's last position
   const int ntiles = last / BN + 1;
+  // The first tile a row of the block sees: its first row's window start.
+  const int j0 = window > 0 ? max(0, pos0 + m0 / G - window + 1) / BN : 0;
   // This warp's query rows m0 + 16·warp + (0..15): the positions of its
   // first and last valid row, and of the thread's rows g and g+8.
   const int wm = m0 + 16 * warp;
@@ -189,9 +202,9 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
     }
   };
 
-  load(kc, 0);
+  load(kc, j0);
   put(kbuf(0));
-  load(vc, 0);
+  load(vc, j0);
   // The queries: query row i of the block is head kvh·G + (m0+i)%G of
   // batch row row0 + (m0+i)/G; rows past the tile are zeros.
   for (int c = tid; c < PF_M * C::CH; c += PF_THREADS) {
@@ -220,8 +233,8 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
   for (int d = 0; d < D / 8; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
   float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
-  for (int j = 0; j < ntiles; j++) {
-    const int b = j & 1;
+  for (int j = j0; j < ntiles; j++) {
+    const int b = (j - j0) & 1;
     const bool next = j + 1 < ntiles;
     // Tile j+1 goes to stage b^1, which no warp reads before the barrier
     // that ends this tile: K is loaded before S = Q·Kᵀ and stored after,
@@ -230,8 +243,8 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
     if (next) load(kc, j + 1);
     const int p0 = j * BN;
     // A warp whose rows are all past the tile's, or all before this tile's
-    // positions, skips it.
-    if (wm < mrows && p0 <= wlast) {
+    // positions, or whose windows all start after it, skips it.
+    if (wm < mrows && p0 <= wlast && (window == 0 || p0 + BN - 1 > wfirst - window)) {
       const __half *ks = kbuf(b), *vs = vbuf(b);
       float s[BN / 8][4];
 #pragma unroll
@@ -255,13 +268,24 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
         }
       }
       if (next) put(kbuf(b ^ 1)), load(vc, j + 1);
-      // The causal mask, where the tile reaches past the warp's first row.
-      if (p0 + BN - 1 > wfirst) {
+      // The soft-cap, in units of exp2 (scaleLog2 is then 1).
+      if (capOut > 0.f) {
+#pragma unroll
+        for (int n = 0; n < BN / 8; n++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) s[n][e] = capOut * tanhf(s[n][e] * capIn);
+        }
+      }
+      // The causal mask, where the tile reaches past the warp's first row,
+      // and the window's, where it starts before the warp's last row's
+      // window.
+      if (p0 + BN - 1 > wfirst || (window > 0 && p0 <= wlast - window)) {
 #pragma unroll
         for (int n = 0; n < BN / 8; n++) {
 #pragma unroll
           for (int e = 0; e < 4; e++) {
-            if (p0 + 8 * n + 2 * t + (e & 1) > rpos[e >> 1]) s[n][e] = -INFINITY;
+            const int p = p0 + 8 * n + 2 * t + (e & 1), rp = rpos[e >> 1];
+            if (p > rp || (window > 0 && p <= rp - window)) s[n][e] = -INFINITY;
           }
         }
       }
@@ -338,27 +362,42 @@ static __device__ __forceinline__ void attention_prefill(const float *__restrict
 // The compiled kernels, f32 cache: D = 64 walks 64 positions per tile,
 // 128 walks 32 and 256 walks 16 (each thread then stages 4 chunks of K and
 // 4 of V per tile, 64 registers of f32); D = 256 reads Q's fragments from
-// shared memory, its O accumulators alone taking 128 registers.
+// shared memory, its O accumulators alone taking 128 registers. Each comes
+// twice: NAME with llama's scores (no cap, no window: the terms are
+// constants, so its code has none of their tests) and NAME_arch with the
+// architectures' (capIn, capOut, window).
+#define PF_FLAT_PARAMS(T)                                                                                      \
+  const float *__restrict__ q, float *__restrict__ out, const T *__restrict__ kc, const T *__restrict__ vc,   \
+      const int *__restrict__ tiles, int batch, int heads, int kvHeads, int headDim, int ctx, int maxSeqs,     \
+      int maxRows, float scaleLog2
 #define ATTENTION_PREFILL(NAME, T, D, BN, QREG, MINB)                                                          \
-  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB)                                               \
-      NAME(const float *__restrict__ q, float *__restrict__ out, const T *__restrict__ kc,                     \
-           const T *__restrict__ vc, const int *__restrict__ tiles, int batch, int heads, int kvHeads,         \
-           int headDim, int ctx, int maxSeqs, int maxRows, float scaleLog2) {                                  \
+  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB) NAME(PF_FLAT_PARAMS(T)) {                    \
     attention_prefill<T, KVFlat, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,           \
-                                              KVFlat{ctx, maxSeqs}, maxRows, scaleLog2);                      \
+                                              KVFlat{ctx, maxSeqs}, maxRows, scaleLog2, 0.f, 0.f, 0);         \
+  }                                                                                                            \
+  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB)                                               \
+      NAME##_arch(PF_FLAT_PARAMS(T), float capIn, float capOut, int window) {                                  \
+    attention_prefill<T, KVFlat, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,           \
+                                              KVFlat{ctx, maxSeqs}, maxRows, scaleLog2, capIn, capOut, window); \
   }
 
 // The paged f16 pool's kernels (kv.cuh): the same walk, the pool's
 // parameters in place of ctx and maxSeqs.
+#define PF_PAGED_PARAMS                                                                                        \
+  const float *__restrict__ q, float *__restrict__ out, const __half *__restrict__ kc,                        \
+      const __half *__restrict__ vc, const int *__restrict__ tiles, int batch, int heads, int kvHeads,         \
+      int headDim, const int *__restrict__ tables, int tableCols, int blockSize, int blocks, int maxSeqs,      \
+      int maxRows, float scaleLog2
+#define PF_POOL KVPaged{kv_pool(tables, tableCols, blockSize, blocks, maxSeqs)}
 #define ATTENTION_PREFILL_PAGED(NAME, D, BN, QREG, MINB)                                                       \
-  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB)                                               \
-      NAME(const float *__restrict__ q, float *__restrict__ out, const __half *__restrict__ kc,                \
-           const __half *__restrict__ vc, const int *__restrict__ tiles, int batch, int heads, int kvHeads,    \
-           int headDim, const int *__restrict__ tables, int tableCols, int blockSize, int blocks, int maxSeqs, \
-           int maxRows, float scaleLog2) {                                                                     \
+  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB) NAME(PF_PAGED_PARAMS) {                      \
     attention_prefill<__half, KVPaged, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,     \
-                                                    KVPaged{kv_pool(tables, tableCols, blockSize, blocks, maxSeqs)}, \
-                                                    maxRows, scaleLog2);                                       \
+                                                    PF_POOL, maxRows, scaleLog2, 0.f, 0.f, 0);                 \
+  }                                                                                                            \
+  extern "C" __global__ void __launch_bounds__(PF_THREADS, MINB)                                               \
+      NAME##_arch(PF_PAGED_PARAMS, float capIn, float capOut, int window) {                                    \
+    attention_prefill<__half, KVPaged, D, BN, QREG>(q, out, kc, vc, tiles, batch, heads, kvHeads, headDim,     \
+                                                    PF_POOL, maxRows, scaleLog2, capIn, capOut, window);       \
   }
 
 #define PF_BN_64 64

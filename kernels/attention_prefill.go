@@ -1,5 +1,10 @@
 package kernels
 
+import (
+	"fmt"
+	"math"
+)
+
 // The host side of the prompt attention on the tensor cores
 // (attention_prefill.cu, Device.AttentionPrefill): the tile table that
 // describes a step's batch, and the head sizes the kernels take. Untagged,
@@ -69,4 +74,40 @@ func PrefillTileTable(tiles []PrefillTile) (words []int32, maxRows int) {
 		maxRows = max(maxRows, int(t.Rows))
 	}
 	return words, maxRows
+}
+
+// PrefillScores are the architectures' terms of a prompt attention's
+// scores (gemma2, phi3): the logit scale (0: 1/√headDim), a soft-cap of
+// the scaled logits to Cap·tanh(logit/Cap) when Cap > 0, and a window of
+// the last Window positions up to a row's own when Window > 0. The zero
+// value is llama's attention.
+type PrefillScores struct {
+	Scale  float32
+	Cap    float32
+	Window int
+}
+
+func (s PrefillScores) check(op string) error {
+	if !(s.Scale >= 0) || math.IsInf(float64(s.Scale), 0) || !(s.Cap >= 0) || math.IsInf(float64(s.Cap), 0) || s.Window < 0 {
+		return fmt.Errorf("kernels: %s: scale %g, cap %g, window %d (want finite, non-negative)", op, s.Scale, s.Cap, s.Window)
+	}
+	return nil
+}
+
+// kernelTerms are the kernel's scaleLog2, capIn, capOut and window for
+// heads of headDim values: without a cap the scale in units of exp2;
+// with one, capIn = scale/cap and capOut = cap·log2 e (the capped logit
+// already in units of exp2) and scaleLog2 = 1.
+func (s PrefillScores) kernelTerms(headDim int) (scaleLog2, capIn, capOut float32, window int) {
+	if s.Scale == 0 && s.Cap == 0 {
+		return float32(math.Log2E / math.Sqrt(float64(headDim))), 0, 0, s.Window // llama's, as it always was
+	}
+	scale := float64(s.Scale)
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(headDim))
+	}
+	if s.Cap > 0 {
+		return 1, float32(scale / float64(s.Cap)), float32(float64(s.Cap) * math.Log2E), s.Window
+	}
+	return float32(scale * math.Log2E), 0, 0, s.Window
 }

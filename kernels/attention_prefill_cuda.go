@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"llmserve/internal/cuda"
@@ -30,9 +29,15 @@ func prefillWalk(dim int) (bn int, qreg bool) {
 }
 
 // prefillKernelNames are the kernels of attention_prefill.fatbin.
+// Each has an _arch twin that takes the architectures' scores
+// (PrefillScores).
 func prefillKernelNames() []string {
-	return []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256",
-		"attention_prefill_pf16_64", "attention_prefill_pf16_128", "attention_prefill_pf16_256", "attention_prefill_layout"}
+	var names []string
+	for _, n := range []string{"attention_prefill_f32_64", "attention_prefill_f32_128", "attention_prefill_f32_256",
+		"attention_prefill_pf16_64", "attention_prefill_pf16_128", "attention_prefill_pf16_256"} {
+		names = append(names, n, n+"_arch")
+	}
+	return append(names, "attention_prefill_layout")
 }
 
 // prefillShared is the dynamic shared memory of the kernel for heads of up
@@ -66,11 +71,15 @@ type AttentionPrefillOp struct {
 	Tiles    cuda.DevPtr
 	NumTiles int
 	MaxRows  int
+	Scores   PrefillScores // the logit scale, soft-cap and window (zero: llama's)
 }
 
 func (op AttentionPrefillOp) check(maxShared int) error {
 	c := op.Cache
 	if err := c.check("attention_prefill"); err != nil {
+		return err
+	}
+	if err := op.Scores.check("attention_prefill"); err != nil {
 		return err
 	}
 	if !PrefillSupports(c.HeadDim) {
@@ -100,7 +109,8 @@ func (op AttentionPrefillOp) check(maxShared int) error {
 // the compiled head size that holds Cache.HeadDim (PrefillSupports says
 // which sizes it takes; for the others it returns an error and the caller
 // keeps Attention). Grid: ceil(MaxRows·group / 64) chunks of query rows ×
-// NumTiles × KVHeads. The scale is 1/√HeadDim, as Attention's.
+// NumTiles × KVHeads. The scores are Attention's (1/√HeadDim) or, with
+// op.Scores, AttentionArch's.
 func (d *Device) AttentionPrefill(op AttentionPrefillOp) error {
 	if err := op.check(d.maxShared); err != nil {
 		return err
@@ -111,9 +121,20 @@ func (d *Device) AttentionPrefill(op AttentionPrefillOp) error {
 	c := op.Cache
 	dim := prefillKernelDim(c.HeadDim)
 	group := op.Heads / c.KVHeads
-	scaleLog2 := float32(math.Log2E / math.Sqrt(float64(c.HeadDim)))
-	return d.launch("attention_prefill_f32_"+strconv.Itoa(dim),
+	name, scores := op.Scores.kernel("attention_prefill_f32_"+strconv.Itoa(dim), c.HeadDim)
+	return d.launch(name,
 		cuda.Dim3{X: ceilDiv(op.MaxRows*group, prefillM), Y: op.NumTiles, Z: c.KVHeads}, cuda.Dim3{X: 128}, prefillShared(dim),
-		cuda.P(op.Q.Ptr), cuda.P(op.Out.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Tiles), cuda.I(op.Q.Rows), cuda.I(op.Heads),
-		cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.I(op.MaxRows), cuda.F(scaleLog2))
+		append([]cuda.Arg{cuda.P(op.Q.Ptr), cuda.P(op.Out.Ptr), cuda.P(c.K), cuda.P(c.V), cuda.P(op.Tiles), cuda.I(op.Q.Rows), cuda.I(op.Heads),
+			cuda.I(c.KVHeads), cuda.I(c.HeadDim), cuda.I(c.Ctx), cuda.I(c.MaxSeqs), cuda.I(op.MaxRows)}, scores...)...)
+}
+
+// kernel is the prefill kernel of s named from base (base itself for
+// llama's scores, else its _arch twin) and its last arguments: scaleLog2,
+// then for the twin capIn, capOut and window (kernelTerms).
+func (s PrefillScores) kernel(base string, headDim int) (string, []cuda.Arg) {
+	scaleLog2, capIn, capOut, window := s.kernelTerms(headDim)
+	if s == (PrefillScores{}) {
+		return base, []cuda.Arg{cuda.F(scaleLog2)}
+	}
+	return base + "_arch", []cuda.Arg{cuda.F(scaleLog2), cuda.F(capIn), cuda.F(capOut), cuda.I(window)}
 }

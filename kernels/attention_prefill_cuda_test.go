@@ -37,9 +37,10 @@ type prefillRun struct {
 
 // runPrefill runs the batch segs (heads query heads, tiles of tile rows,
 // extra tile entries appended to the table as given) with random queries
-// scaled by qScale; with graphSized, MaxRows is the whole batch (as a
-// captured graph launches it for any step) rather than the largest tile.
-func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []prefillSegment, tile int, extra []PrefillTile, qScale float32, graphSized bool) prefillRun {
+// scaled by qScale and the scores sc (against AttentionArch with the same
+// terms); with graphSized, MaxRows is the whole batch (as a captured graph
+// launches it for any step) rather than the largest tile.
+func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []prefillSegment, tile int, extra []PrefillTile, qScale float32, graphSized bool, sc PrefillScores) prefillRun {
 	t.Helper()
 	g := &gpuBuffers{t: t} // Attention's scratch takes up to 0.5 GB: freed at return
 	defer g.release()
@@ -57,16 +58,21 @@ func runPrefill(t *testing.T, rng *rand.Rand, c prefillCache, heads int, segs []
 	}
 	qd := g.f32(q, B, heads*hd)
 	out := g.poisoned(B, heads*hd)
-	op := AttentionPrefillOp{Cache: c.dev, Q: qd, Out: out, Heads: heads, Tiles: g.i32(words).Ptr, NumTiles: len(tiles), MaxRows: maxRows}
+	op := AttentionPrefillOp{Cache: c.dev, Q: qd, Out: out, Heads: heads, Tiles: g.i32(words).Ptr, NumTiles: len(tiles), MaxRows: maxRows, Scores: sc}
 	if err := dev.AttentionPrefill(op); err != nil {
 		t.Fatal(err)
 	}
 	attn := g.poisoned(B, heads*hd)
 	scratch := g.poisoned(1, AttentionScratch(c.dev, B, heads))
-	if err := dev.Attention(c.dev, qd, attn, heads, g.i32(pos), g.i32(seq), scratch); err != nil {
+	scale := sc.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(hd)))
+	}
+	if err := dev.AttentionArch(AttentionArchOp{Cache: c.dev, Q: qd, Out: attn, Heads: heads, Pos: g.i32(pos), Seq: g.i32(seq), Scratch: scratch,
+		Scale: scale, Cap: sc.Cap, Window: sc.Window}); err != nil {
 		t.Fatal(err)
 	}
-	want := refCausalAttention(q, c.kc, c.vc, seq, pos, heads, c.dev.KVHeads, hd, c.dev.Ctx, runtime.NumCPU())
+	want := refScoredAttention(q, c.kc, c.vc, seq, pos, heads, c.dev.KVHeads, hd, c.dev.Ctx, runtime.NumCPU(), sc)
 	got, ga := read(t, out), read(t, attn)
 	var r prefillRun
 	r.vsRef, r.touched = comparePrefill(got, want)
@@ -139,7 +145,7 @@ func TestGPUAttentionPrefill(t *testing.T) {
 				for _, n := range lengths {
 					for _, pos0 := range []int{0, 300} {
 						segs := []prefillSegment{{1, pos0, n}}
-						check(fmt.Sprintf("group %d, %d rows from %d", group, n, pos0), runPrefill(t, rng, c, heads, segs, PrefillTileRows, nil, 1, false))
+						check(fmt.Sprintf("group %d, %d rows from %d", group, n, pos0), runPrefill(t, rng, c, heads, segs, PrefillTileRows, nil, 1, false, PrefillScores{}))
 					}
 				}
 				mixed := []prefillSegment{{0, 0, 100}, {2, 5, 1}, {-1, 0, 1}, {1, 20, 70}, {3, 1099, 1}, {1, 90, 3}}
@@ -147,12 +153,64 @@ func TestGPUAttentionPrefill(t *testing.T) {
 				// entries (zeros), all skipped.
 				bad := []PrefillTile{{Row0: 101, Rows: 1, Seq: 4, Pos0: 0}, {}, {}}
 				for _, tile := range []int{PrefillTileRows, 16, 200} {
-					check(fmt.Sprintf("group %d, mixed batch in tiles of %d", group, tile), runPrefill(t, rng, c, heads, mixed, tile, bad, 1, false))
+					check(fmt.Sprintf("group %d, mixed batch in tiles of %d", group, tile), runPrefill(t, rng, c, heads, mixed, tile, bad, 1, false, PrefillScores{}))
 				}
-				check(fmt.Sprintf("group %d, mixed batch, MaxRows the batch", group), runPrefill(t, rng, c, heads, mixed, PrefillTileRows, bad, 1, true))
-				check(fmt.Sprintf("group %d, sharp softmax", group), runPrefill(t, rng, c, heads, []prefillSegment{{0, 200, 130}}, PrefillTileRows, nil, 4, false))
+				check(fmt.Sprintf("group %d, mixed batch, MaxRows the batch", group), runPrefill(t, rng, c, heads, mixed, PrefillTileRows, bad, 1, true, PrefillScores{}))
+				check(fmt.Sprintf("group %d, sharp softmax", group), runPrefill(t, rng, c, heads, []prefillSegment{{0, 200, 130}}, PrefillTileRows, nil, 4, false, PrefillScores{}))
 			}
 			t.Logf("largest NMSE: %.3g against the f64 reference (Attention %.3g), %.3g against Attention", worst.vsRef, worst.attnVsRef, worst.vsAttn)
+		})
+	}
+}
+
+// TestGPUAttentionPrefillArch checks AttentionPrefill with the
+// architectures' scores (gemma2: a scale, soft-capped logits, a window on
+// alternate layers; phi3: heads of 96, a window) against the f64
+// reference and AttentionArch with the same terms (NMSE ≤ prefillBound
+// each): prompts from position 0 and continuing a prefix of 300 past the
+// window, mixed batches in tiles of 64 and 16 rows, windows shorter than
+// a K/V tile, across tiles and longer than the context.
+func TestGPUAttentionPrefillArch(t *testing.T) {
+	const ctx, kvHeads = 1100, 2
+	cases := []struct {
+		hd, group int
+		sc        PrefillScores
+	}{
+		{16, 2, PrefillScores{Scale: 0.25, Cap: 5, Window: 8}}, // the golden gemma2's
+		{64, 4, PrefillScores{Scale: 0.1, Cap: 2.5}},
+		{96, 1, PrefillScores{Window: 37}},
+		{96, 1, PrefillScores{Scale: 0.102, Window: 2047}},
+		{128, 4, PrefillScores{Scale: 0.08, Cap: 30, Window: 33}},
+		{256, 2, PrefillScores{Scale: 0.0625, Cap: 50, Window: 100}}, // Gemma-2-9B's heads
+		{256, 1, PrefillScores{Cap: 3, Window: 5000}},
+	}
+	for _, k := range cases {
+		t.Run(fmt.Sprintf("d%d_g%d_%+v", k.hd, k.group, k.sc), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(19, uint64(k.hd+k.sc.Window)))
+			g := newBuffers(t)
+			c := newPrefillCache(g, rng, kvHeads, k.hd, ctx)
+			heads := k.group * kvHeads
+			mixed := []prefillSegment{{0, 0, 100}, {2, 5, 1}, {-1, 0, 1}, {1, 20, 70}, {3, 1099, 1}, {1, 90, 3}}
+			runs := []struct {
+				name  string
+				segs  []prefillSegment
+				tile  int
+				scale float32
+			}{
+				{"65 rows from 0", []prefillSegment{{1, 0, 65}}, PrefillTileRows, 4},
+				{"130 rows from 300", []prefillSegment{{1, 300, 130}}, PrefillTileRows, 4},
+				{"mixed batch, tiles of 64", mixed, PrefillTileRows, 4},
+				{"mixed batch, tiles of 16", mixed, 16, 4},
+				{"513 rows from 0, q unscaled", []prefillSegment{{0, 0, 513}}, PrefillTileRows, 1},
+			}
+			for _, x := range runs {
+				name, r := x.name, runPrefill(t, rng, c, heads, x.segs, x.tile, nil, x.scale, x.tile == 16, k.sc)
+				t.Logf("%s: NMSE %.3g against the reference, %.3g against AttentionArch", name, r.vsRef, r.vsAttn)
+				if r.vsRef > prefillBound || r.vsAttn > prefillBound || r.touched > 0 {
+					t.Errorf("%s: NMSE %.3g against the reference, %.3g against AttentionArch (bound %g; AttentionArch %.3g); %d values of uncovered rows written",
+						name, r.vsRef, r.vsAttn, prefillBound, r.attnVsRef, r.touched)
+				}
+			}
 		})
 	}
 }

@@ -82,7 +82,8 @@ type pfModelArgs struct {
 	q, out, kc, vc                                     []float32
 	tiles                                              []int32
 	batch, heads, kvHeads, headDim, ctx, maxSeqs, maxR int
-	scaleLog2                                          float32
+	scaleLog2, capIn, capOut                           float32
+	window                                             int
 }
 
 // pfModel runs attention_prefill<float, D, BN, QREG> over the grid the Go
@@ -162,6 +163,10 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 	}
 	last := pos0 + (min(m0+M, mrows)-1)/G
 	ntiles := last/BN + 1
+	j0 := 0
+	if a.window > 0 {
+		j0 = max(0, pos0+m0/G-a.window+1) / BN
+	}
 	kvRow := func(x []float32, p int) []float32 { return x[(seq*a.ctx+p)*kvdim:] }
 
 	// Staging, for all threads; kv[tid][i] are a chunk's 8 values.
@@ -194,9 +199,9 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 			}
 		}
 	}
-	load(a.kc, 0)
+	load(a.kc, j0)
 	put(kbuf(0))
-	load(a.vc, 0)
+	load(a.vc, j0)
 	for tid := 0; tid < threads; tid++ {
 		for c := tid; c < M*CH; c += threads {
 			i, e, m := c/CH, (c%CH)*8, m0+c/CH
@@ -266,13 +271,13 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 	}
 	exp2 := func(x float32) float32 { return float32(math.Exp2(float64(x))) }
 
-	for j := 0; j < ntiles; j++ {
-		b := j & 1
+	for j := j0; j < ntiles; j++ {
+		b := (j - j0) & 1
 		next := j+1 < ntiles
 		p0 := j * BN
 		for w := range warps {
 			ws := &warps[w]
-			if !(ws.wm < mrows && p0 <= ws.wlast) {
+			if !(ws.wm < mrows && p0 <= ws.wlast && (a.window == 0 || p0+BN-1 > ws.wfirst-a.window)) {
 				continue
 			}
 			ks, vs := kbuf(b), vbuf(b)
@@ -303,12 +308,22 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 					pfMma(&s[n+1], &av, &b1)
 				}
 			}
-			if p0+BN-1 > ws.wfirst {
+			if a.capOut > 0 {
+				for n := range s {
+					for l := range s[n] {
+						for e := 0; e < 4; e++ {
+							s[n][l][e] = a.capOut * float32(math.Tanh(float64(s[n][l][e]*a.capIn)))
+						}
+					}
+				}
+			}
+			if p0+BN-1 > ws.wfirst || (a.window > 0 && p0 <= ws.wlast-a.window) {
 				for l := range ws.lanes {
 					ln := &ws.lanes[l]
 					for n := 0; n < BN/8; n++ {
 						for e := 0; e < 4; e++ {
-							if p0+8*n+2*ln.t+(e&1) > ln.rpos[e>>1] {
+							p, rp := p0+8*n+2*ln.t+(e&1), ln.rpos[e>>1]
+							if p > rp || (a.window > 0 && p <= rp-a.window) {
 								s[n][l][e] = float32(math.Inf(-1))
 							}
 						}
@@ -430,9 +445,20 @@ func pfModelBlock(D, BN int, qreg bool, a pfModelArgs, grid [3]int, bx, by, bz i
 // 0..pos[b] of sequence seq[b] with scale 1/√headDim; rows with seq < 0
 // are NaN (not compared). Rows are computed in parallel when workers > 1.
 func refCausalAttention(q, kc, vc []float32, seq, pos []int32, heads, kvHeads, headDim, ctx, workers int) []float64 {
+	return refScoredAttention(q, kc, vc, seq, pos, heads, kvHeads, headDim, ctx, workers, PrefillScores{})
+}
+
+// refScoredAttention is refCausalAttention with the scores of sc: its
+// scale (0: 1/√headDim), the logits soft-capped to Cap·tanh(logit/Cap)
+// when Cap > 0, and row b seeing positions pos[b]-Window+1..pos[b] only
+// when Window > 0.
+func refScoredAttention(q, kc, vc []float32, seq, pos []int32, heads, kvHeads, headDim, ctx, workers int, sc PrefillScores) []float64 {
 	out := make([]float64, len(seq)*heads*headDim)
 	kvdim, group := kvHeads*headDim, heads/kvHeads
 	scale := 1 / math.Sqrt(float64(headDim))
+	if sc.Scale > 0 {
+		scale = float64(sc.Scale)
+	}
 	row := func(b int) {
 		o := out[b*heads*headDim : (b+1)*heads*headDim]
 		if seq[b] < 0 || pos[b] < 0 {
@@ -441,31 +467,36 @@ func refCausalAttention(q, kc, vc []float32, seq, pos []int32, heads, kvHeads, h
 			}
 			return
 		}
-		n := int(pos[b]) + 1
-		sc := make([]float64, n)
+		first, n := 0, int(pos[b])+1
+		if sc.Window > 0 {
+			first = max(0, n-sc.Window)
+		}
+		w := make([]float64, n)
 		for h := 0; h < heads; h++ {
 			qh, kvh := q[(b*heads+h)*headDim:], h/group
 			mx := math.Inf(-1)
-			for p := 0; p < n; p++ {
+			for p := first; p < n; p++ {
 				k := kc[(int(seq[b])*ctx+p)*kvdim+kvh*headDim:]
 				var d float64
 				for i := 0; i < headDim; i++ {
 					d += float64(qh[i]) * float64(k[i])
 				}
-				sc[p] = d * scale
-				mx = math.Max(mx, sc[p])
+				w[p] = d * scale
+				if sc.Cap > 0 {
+					w[p] = float64(sc.Cap) * math.Tanh(w[p]/float64(sc.Cap))
+				}
+				mx = math.Max(mx, w[p])
 			}
 			var sum float64
-			for p := range sc {
-				sc[p] = math.Exp(sc[p] - mx)
-				sum += sc[p]
+			for p := first; p < n; p++ {
+				w[p] = math.Exp(w[p] - mx)
+				sum += w[p]
 			}
 			oh := o[h*headDim : (h+1)*headDim]
-			for p := 0; p < n; p++ {
+			for p := first; p < n; p++ {
 				v := vc[(int(seq[b])*ctx+p)*kvdim+kvh*headDim:]
-				w := sc[p] / sum
 				for i := range oh {
-					oh[i] += w * float64(v[i])
+					oh[i] += w[p] / sum * float64(v[i])
 				}
 			}
 		}
@@ -621,5 +652,100 @@ func TestPrefillModelBatchInvariant(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefillModelArch runs the CPU model of the prefill kernels with the
+// architectures' scores (PrefillScores through kernelTerms, as the device
+// gets them) against the f64 reference: logit scales other than
+// 1/√headDim, soft-caps that bend the logits (Q scaled by 4), windows
+// shorter than a tile, across tile boundaries, starting the block's walk
+// past tile 0 and longer than any sequence; gemma2's shapes (heads of 16
+// as the golden model's, 256 with two query heads a KV head) and phi3's
+// (96, no GQA); prompts continuing a prefix beside decode rows and
+// padding. Each case runs in tiles of 64 and of 5 rows, which must give
+// the same bits (a row's result does not depend on the rows around it).
+func TestPrefillModelArch(t *testing.T) {
+	mixed := []prefillSegment{{0, 0, 20}, {2, 9, 1}, {-1, 0, 1}, {1, 30, 50}, {3, 77, 1}}
+	cases := []struct {
+		headDim, heads, kvHeads int
+		segs                    []prefillSegment
+		sc                      PrefillScores
+	}{
+		{16, 2, 1, []prefillSegment{{0, 0, 40}}, PrefillScores{Scale: 0.25, Cap: 5, Window: 8}},
+		{64, 8, 2, mixed, PrefillScores{Scale: 0.1, Cap: 2.5}},
+		{64, 4, 4, []prefillSegment{{1, 20, 60}}, PrefillScores{Window: 70}},
+		{64, 8, 1, mixed, PrefillScores{Window: 1}},
+		{96, 4, 4, mixed, PrefillScores{Scale: 0.102, Window: 37}},
+		{128, 4, 1, []prefillSegment{{0, 5, 80}, {2, 60, 1}}, PrefillScores{Scale: 0.08, Cap: 30, Window: 33}},
+		{256, 4, 2, mixed, PrefillScores{Scale: 0.0625, Cap: 50, Window: 16}},
+		{256, 2, 1, []prefillSegment{{1, 40, 30}}, PrefillScores{Cap: 3, Window: 1000}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("d%d_h%d_kv%d_%+v", c.headDim, c.heads, c.kvHeads, c.sc), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.headDim), uint64(c.sc.Window+c.heads)))
+			seq, pos := prefillBatch(c.segs)
+			B, maxSeqs, ctx := len(seq), 4, 100
+			kvdim := c.kvHeads * c.headDim
+			kc, vc := randVec(rng, maxSeqs*ctx*kvdim), randVec(rng, maxSeqs*ctx*kvdim)
+			q := randVec(rng, B*c.heads*c.headDim)
+			for i := range q {
+				q[i] *= 4 // logits large enough for the cap to bend them
+			}
+			dim := prefillKernelDim(c.headDim)
+			bn, qreg := map[int]int{64: 64, 128: 32, 256: 16}[dim], dim != 256
+			scaleLog2, capIn, capOut, window := c.sc.kernelTerms(c.headDim)
+			want := refScoredAttention(q, kc, vc, seq, pos, c.heads, c.kvHeads, c.headDim, ctx, 1, c.sc)
+			var first []float32
+			for _, tile := range []int{64, 5} {
+				words, maxRows := PrefillTileTable(PrefillTiles(seq, pos, tile))
+				out := make([]float32, len(q))
+				for i := range out {
+					out[i] = float32(math.NaN())
+				}
+				if err := pfModel(dim, bn, qreg, pfModelArgs{q: q, out: out, kc: kc, vc: vc, tiles: words, batch: B, heads: c.heads,
+					kvHeads: c.kvHeads, headDim: c.headDim, ctx: ctx, maxSeqs: maxSeqs, maxR: maxRows,
+					scaleLog2: scaleLog2, capIn: capIn, capOut: capOut, window: window}); err != nil {
+					t.Fatal(err)
+				}
+				e, touched := comparePrefill(out, want)
+				t.Logf("tiles of %d: NMSE %.3g", tile, e)
+				if e > 1e-5 || touched > 0 {
+					t.Errorf("tiles of %d: NMSE %.3g (bound 1e-5), %d values of uncovered rows written", tile, e, touched)
+				}
+				if first == nil {
+					first = out
+					continue
+				}
+				for i := range out {
+					if math.Float32bits(out[i]) != math.Float32bits(first[i]) && !(math.IsNaN(float64(out[i])) && math.IsNaN(float64(first[i]))) {
+						t.Fatalf("tiles of %d: value %d (row %d) is %g, %g in tiles of 64", tile, i, i/(c.heads*c.headDim), out[i], first[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPrefillScoresTerms checks the kernel's terms: llama's scores keep
+// the scale the kernels always had, bit for bit; a soft-cap moves the
+// scale into capIn and leaves scaleLog2 exactly 1; bad terms are refused.
+func TestPrefillScoresTerms(t *testing.T) {
+	for _, hd := range []int{16, 64, 96, 128, 256} {
+		if s, _, out, _ := (PrefillScores{}).kernelTerms(hd); s != float32(math.Log2E/math.Sqrt(float64(hd))) || out != 0 {
+			t.Errorf("heads of %d: llama's scaleLog2 %g, capOut %g", hd, s, out)
+		}
+	}
+	s, in, out, w := PrefillScores{Scale: 0.0625, Cap: 50, Window: 4096}.kernelTerms(256)
+	if s != 1 || in != float32(0.0625/50.0) || out != float32(50*math.Log2E) || w != 4096 {
+		t.Errorf("capped terms: scaleLog2 %g, capIn %g, capOut %g, window %d", s, in, out, w)
+	}
+	for _, bad := range []PrefillScores{{Scale: -1}, {Cap: float32(math.NaN())}, {Window: -2}, {Scale: float32(math.Inf(1))}} {
+		if err := bad.check("attention_prefill"); err == nil {
+			t.Errorf("%+v: accepted", bad)
+		}
+	}
+	if err := (PrefillScores{Scale: 0.1, Cap: 30, Window: 10}).check("attention_prefill"); err != nil {
+		t.Error(err)
 	}
 }

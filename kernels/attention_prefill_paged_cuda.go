@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"llmserve/internal/cuda"
@@ -21,6 +20,7 @@ type AttentionPrefillPagedOp struct {
 	Tiles    cuda.DevPtr
 	NumTiles int
 	MaxRows  int
+	Scores   PrefillScores // the logit scale, soft-cap and window (zero: llama's)
 }
 
 // AttentionPrefillPaged queues op: one launch of
@@ -33,7 +33,7 @@ func (d *Device) AttentionPrefillPaged(op AttentionPrefillPagedOp) error {
 	// Shapes, tiles and alignment are AttentionPrefillOp's: its check takes
 	// a cache of the pool's heads and context.
 	flat := AttentionPrefillOp{Cache: DevKVCache{K: p.K, V: p.V, MaxSeqs: p.MaxSeqs, Ctx: p.Ctx(), KVHeads: p.KVHeads, HeadDim: p.HeadDim},
-		Q: op.Q, Out: op.Out, Heads: op.Heads, Tiles: op.Tiles, NumTiles: op.NumTiles, MaxRows: op.MaxRows}
+		Q: op.Q, Out: op.Out, Heads: op.Heads, Tiles: op.Tiles, NumTiles: op.NumTiles, MaxRows: op.MaxRows, Scores: op.Scores}
 	if err := flat.check(d.maxShared); err != nil {
 		return fmt.Errorf("kernels: attention_prefill_pf16: %w", err)
 	}
@@ -42,10 +42,10 @@ func (d *Device) AttentionPrefillPaged(op AttentionPrefillPagedOp) error {
 	}
 	dim := prefillKernelDim(p.HeadDim)
 	group := op.Heads / p.KVHeads
-	scaleLog2 := float32(math.Log2E / math.Sqrt(float64(p.HeadDim)))
 	args := append([]cuda.Arg{cuda.P(op.Q.Ptr), cuda.P(op.Out.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Tiles), cuda.I(op.Q.Rows),
 		cuda.I(op.Heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim)}, p.poolArgs()...)
-	args = append(args, cuda.I(op.MaxRows), cuda.F(scaleLog2))
-	return d.launch("attention_prefill_pf16_"+strconv.Itoa(dim),
+	name, scores := op.Scores.kernel("attention_prefill_pf16_"+strconv.Itoa(dim), p.HeadDim)
+	args = append(append(args, cuda.I(op.MaxRows)), scores...)
+	return d.launch(name,
 		cuda.Dim3{X: ceilDiv(op.MaxRows*group, prefillM), Y: op.NumTiles, Z: p.KVHeads}, cuda.Dim3{X: 128}, prefillShared(dim), args...)
 }

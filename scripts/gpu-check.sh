@@ -15,7 +15,8 @@
 # paged f16 pool; for
 # Mixtral-8x7B also the prompt with every expert over every row
 # (LLMSERVE_MOE_GROUPED=0; grouped by expert is the default) and a decode
-# batch of 16. Everything
+# batch of 16; with CHECK_PREVIEW=1, gemma2, phi3 and Mixtral also under
+# LLMSERVE_GPU_PREVIEW=1 (their paged pool and prompt attention). Everything
 # goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
 # $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
 # call stopped at its limit still brings them back; the summary (test
@@ -69,6 +70,17 @@ for s in $specs; do
 			grep -E '^(pp|tg)' "$log.d8000-$kv" | sed "s|^|$s depth 8000 $kv: |"
 		done
 	fi
+	case "$s" in gemma2:* | phi3:* | mixtral:*)
+		# With CHECK_PREVIEW=1, the same under LLMSERVE_GPU_PREVIEW=1: the
+		# paged f16 pool under the executor, its prompts' attention on the
+		# prefill kernels with the architecture's scores.
+		if [ -n "${CHECK_PREVIEW:-}" ] && [ "$(left)" -gt 40 ]; then
+			LLMSERVE_GPU_PREVIEW=1 timeout "$(( $(left) - 10 ))" "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 2 > "$log.preview" 2>&1
+			grep -E '^(pp|tg)' "$log.preview" | sed "s|^|$s preview: |"
+			[ "$(left)" -gt 40 ] && LLMSERVE_GPU_PREVIEW=1 timeout 30 "$L" bench -m "$f" -p 512 -n 2 -B 1 --profile > "$LOGDIR/profile-preview-${s/:/-}.txt" 2>&1
+		fi
+		;;
+	esac
 	if [ "$s" = mixtral:8x7b ] && [ "$(left)" -gt 50 ]; then
 		# Prompt steps with every expert over every row, and a batch of 16.
 		LLMSERVE_MOE_GROUPED=0 timeout 40 "$L" bench -m "$f" -p 512 -n 16 -B 1 -r 2 > "$log.dense" 2>&1

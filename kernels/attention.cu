@@ -51,25 +51,32 @@ ATTENTION_PART(16)
 // maxima and sums of its splits and the values of its dimension in all
 // splits (attention_part writes them for padding tokens too), beside the
 // token's position and sequence, so the merge costs one memory round trip.
-extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
-                                           const int *__restrict__ pos, const int *__restrict__ seq, int heads,
-                                           int headDim, int splits, int ctx, int maxSeqs) {
+// attention_merge_used merges only the splits attention_vec_pf16_*_used
+// wrote: the first min(splits, ceil((p+1)/minPer)) of a token at position
+// p, none of a token outside the cache (its zeros need none).
+template <bool USED>
+static __device__ __forceinline__ void attention_merge_body(const float *__restrict__ part, float *__restrict__ out,
+                                                            const int *__restrict__ pos, const int *__restrict__ seq,
+                                                            int heads, int headDim, int splits, int ctx, int maxSeqs,
+                                                            int minPer) {
   __shared__ float f[ATT_MAX_SPLITS];
   __shared__ float red[32];
   grid_wait();
   const int b = blockIdx.x, h = blockIdx.y, s = seq[b], p = pos[b], d = threadIdx.x;
   float *o = out + ((size_t)b * heads + h) * headDim;
   const float *pt = part + ((size_t)b * heads + h) * splits * (headDim + 2);
+  int used = splits;
+  if constexpr (USED) used = s >= 0 && s < maxSeqs && p >= 0 && p < ctx ? min(splits, (p + minPer) / minPer) : 0;
   float pv[ATT_MAX_SPLITS];
 #pragma unroll
-  for (int i = 0; i < ATT_MAX_SPLITS; i++) pv[i] = d < headDim && i < splits ? pt[i * (headDim + 2) + d] : 0.f;
+  for (int i = 0; i < ATT_MAX_SPLITS; i++) pv[i] = d < headDim && i < used ? pt[i * (headDim + 2) + d] : 0.f;
   // Thread i holds the max and sum of splits i and i + blockDim.x.
   float mi[2], li[2];
 #pragma unroll
   for (int k = 0; k < 2; k++) {
     const int i = d + k * blockDim.x;
-    mi[k] = i < splits ? pt[i * (headDim + 2) + headDim] : -INFINITY;
-    li[k] = i < splits ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
+    mi[k] = i < used ? pt[i * (headDim + 2) + headDim] : -INFINITY;
+    li[k] = i < used ? pt[i * (headDim + 2) + headDim + 1] : 0.f;
   }
   if (s < 0 || s >= maxSeqs || p < 0 || p >= ctx) {
     if (d < headDim) o[d] = 0.f;
@@ -87,7 +94,7 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
 #pragma unroll
   for (int k = 0; k < 2; k++) {
     const int i = d + k * blockDim.x;
-    if (i < splits) {
+    if (i < used) {
       const float fi = mi[k] == -INFINITY ? 0.f : expf(mi[k] - M);
       f[i] = fi;
       l += li[k] * fi;
@@ -103,9 +110,21 @@ extern "C" __global__ void attention_merge(const float *__restrict__ part, float
   float v = 0.f;
 #pragma unroll
   for (int i = 0; i < ATT_MAX_SPLITS; i++)
-    if (i < splits) v += pv[i] * f[i];
+    if (i < used) v += pv[i] * f[i];
   o[d] = v / L;
   grid_launch(); // at the end, as in attention_part
+}
+
+extern "C" __global__ void attention_merge(const float *__restrict__ part, float *__restrict__ out,
+                                           const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                                           int headDim, int splits, int ctx, int maxSeqs) {
+  attention_merge_body<false>(part, out, pos, seq, heads, headDim, splits, ctx, maxSeqs, 0);
+}
+
+extern "C" __global__ void attention_merge_used(const float *__restrict__ part, float *__restrict__ out,
+                                                const int *__restrict__ pos, const int *__restrict__ seq, int heads,
+                                                int headDim, int splits, int ctx, int maxSeqs, int minPer) {
+  attention_merge_body<true>(part, out, pos, seq, heads, headDim, splits, ctx, maxSeqs, minPer);
 }
 
 // FlatStore is rope_store's writer for this file's cache: values i0 and

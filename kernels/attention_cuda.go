@@ -138,7 +138,7 @@ func (d *Device) attention(op string, c DevKVCache, q, out DevF32, heads int, po
 		cuda.F(cap), cuda.I(window)); err != nil {
 		return err
 	}
-	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs)
+	return d.attentionMerge(scratch, out, heads, c.HeadDim, splits, pos, seq, c.Ctx, c.MaxSeqs, 0)
 }
 
 // checkAttention checks the operands of an attention (op) over a cache of
@@ -156,11 +156,16 @@ func checkAttention(op string, kvHeads, headDim int, q, out DevF32, heads int, p
 // attentionMerge launches attention_merge, which merges the splits'
 // partial results in scratch (attention_part's or attention_part_pf16's
 // layout) into out (B × heads*headDim), zeros for tokens whose seq and pos
-// fall outside maxSeqs × ctx.
-func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs int) error {
-	return d.launch("attention_merge", cuda.Dim3{X: out.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(headDim, 32)}, 0,
-		cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(headDim),
-		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs))
+// fall outside maxSeqs × ctx. minPer > 0 merges only the splits
+// attention_vec_pf16's _used twins wrote with that minimum
+// (attention_merge_used); 0 every split.
+func (d *Device) attentionMerge(scratch, out DevF32, heads, headDim, splits int, pos, seq DevI32, ctx, maxSeqs, minPer int) error {
+	name, args := "attention_merge", []cuda.Arg{cuda.P(scratch.Ptr), cuda.P(out.Ptr), cuda.P(pos.Ptr), cuda.P(seq.Ptr), cuda.I(heads), cuda.I(headDim),
+		cuda.I(splits), cuda.I(ctx), cuda.I(maxSeqs)}
+	if minPer > 0 {
+		name, args = "attention_merge_used", append(args, cuda.I(minPer))
+	}
+	return d.launch(name, cuda.Dim3{X: out.Rows, Y: heads}, cuda.Dim3{X: 32 * ceilDiv(headDim, 32)}, 0, args...)
 }
 
 // RopeStoreOp prepares a step's queries and keys for Attention: each head

@@ -93,14 +93,26 @@ ATTENTION_PART_PF16(16)
 // same partial results as attention_part_pf16 for groups of up to GM query
 // heads and heads of up to 128·CPL values, with each row read once a block
 // (AttentionPaged picks it where an instance fits). Its dynamic shared
-// memory is attentionVec.shared(headDim) bytes (kvpool.go).
+// memory is attentionVec.shared(headDim) bytes (kvpool.go). Its _used twin
+// takes splits of minPer positions at least and writes only the splits a
+// token uses, for attention_merge_used (LLMSERVE_ATTENTION_VEC_MIN).
 #define ATTENTION_VEC_PF16(GM, CPL)                                                                         \
   extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
       attention_vec_pf16_##GM##x##CPL(const float *__restrict__ q, const __half *__restrict__ kc,            \
                                       const __half *__restrict__ vc, float *__restrict__ part,              \
                                       const int *__restrict__ pos, const int *__restrict__ seq, int heads,  \
                                       int kvHeads, int headDim, float scale, KV_POOL_PARAMS) {              \
-    attention_vec<GM, CPL>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, KVPaged{KV_POOL});     \
+    attention_vec<GM, CPL, false>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, 0,              \
+                                  KVPaged{KV_POOL});                                                        \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
+      attention_vec_pf16_##GM##x##CPL##_used(const float *__restrict__ q, const __half *__restrict__ kc,     \
+                                             const __half *__restrict__ vc, float *__restrict__ part,       \
+                                             const int *__restrict__ pos, const int *__restrict__ seq,      \
+                                             int heads, int kvHeads, int headDim, float scale, int minPer,  \
+                                             KV_POOL_PARAMS) {                                              \
+    attention_vec<GM, CPL, true>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, minPer,          \
+                                 KVPaged{KV_POOL});                                                         \
   }
 
 ATTENTION_VEC_PF16(1, 1)

@@ -25,7 +25,7 @@ func pagedKernelNames() []string {
 	names := []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
 		"attention_part_pf16_8", "attention_part_pf16_16", "kv_pool_cells"}
 	for _, v := range attentionVecInstances {
-		names = append(names, v.name())
+		names = append(names, v.name(), v.name()+"_used")
 	}
 	return names
 }
@@ -150,9 +150,12 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
 		cuda.I(op.Heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(op.Scale)}
 	var kernel string
-	var shared int
+	var shared, minPer int // minPer > 0: the _used twin and attention_merge_used
 	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec && op.Cap == 0 && op.Window == 0 {
 		kernel, shared = v.name(), v.shared(p.HeadDim)
+		if minPer = d.attVecMin; minPer > 0 {
+			kernel, args = kernel+"_used", append(args, cuda.I(minPer))
+		}
 	} else {
 		tile := attentionPagedTile(p.HeadDim, group)
 		kernel, shared = "attention_part_pf16_"+strconv.Itoa(attentionSlots(group*p.HeadDim)), attentionPagedShared(tile, p.HeadDim, group)
@@ -161,7 +164,7 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	if err := d.launch(kernel, cuda.Dim3{X: q.Rows, Y: p.KVHeads, Z: splits}, cuda.Dim3{X: 128}, shared, append(args, p.poolArgs()...)...); err != nil {
 		return err
 	}
-	return d.attentionMerge(op.Scratch, op.Out, op.Heads, p.HeadDim, splits, op.Pos, op.Seq, p.Ctx(), p.MaxSeqs)
+	return d.attentionMerge(op.Scratch, op.Out, op.Heads, p.HeadDim, splits, op.Pos, op.Seq, p.Ctx(), p.MaxSeqs, minPer)
 }
 
 // KVPoolCells writes, for each query i, the device's kv_cell of slot

@@ -216,6 +216,34 @@ func TestGPUPagedKV(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkNMSE(t, v.name()+" against attention_part_pf16", got, to64(read(t, part)), pagedSame)
+				// The _used twins (LLMSERVE_ATTENTION_VEC_MIN) over a poisoned
+				// scratch: the merge reads only the splits they write (a read
+				// of another gives NaN); with the default minimum (32) the
+				// same bits, with others the same values within the order of
+				// the sums.
+				for _, minPer := range []int{32, 8, 100} {
+					used := g.poisoned(B, c.heads*hd)
+					was := dev.attVecMin
+					dev.attVecMin = minPer
+					err := dev.AttentionPaged(f.pool, qd, used, c.heads, pd, sd, g.poisoned(1, AttentionPagedScratch(l, B, c.heads)))
+					dev.attVecMin = was
+					if err != nil {
+						t.Fatal(err)
+					}
+					u := read(t, used)
+					if minPer == 32 {
+						n := 0
+						for i := range u {
+							if math.Float32bits(u[i]) != math.Float32bits(got[i]) {
+								n++
+							}
+						}
+						if n != 0 {
+							t.Errorf("%s_used, splits of 32 positions at least: %d values differ from %s", v.name(), n, v.name())
+						}
+					}
+					checkNMSE(t, fmt.Sprintf("%s_used (min %d) against %s", v.name(), minPer, v.name()), u, to64(got), pagedSame)
+				}
 			}
 			// The architectures' attention (gemma2, phi3): another logit
 			// scale, soft-capped logits and windows shorter than a block,
@@ -424,8 +452,10 @@ func TestPagedSplitsAgree(t *testing.T) {
 // BenchmarkGPUAttentionPaged times AttentionPaged (the partial results and
 // their merge) over a paged f16 pool of 32-token blocks with a context of
 // 8192, Llama 8B's heads (32 over 8 KV heads of 128 values), B tokens
-// each at depth pos of its own sequence, on attention_vec_pf16 and on
-// attention_part_pf16, and reports the cache's bytes read per second
+// each at depth pos of its own sequence, on attention_vec_pf16, on
+// attention_part_pf16 and on attention_vec_pf16's _used twins (splits of
+// at least 32, 64 and 128 positions, only the used ones written and
+// merged), and reports the cache's bytes read per second
 // (K and V rows of pos+1 positions a token) beside TFLOP/s.
 func BenchmarkGPUAttentionPaged(b *testing.B) {
 	const heads, kvHeads, hd, bs, ctx = 32, 8, 128, 32, 8192
@@ -450,15 +480,23 @@ func BenchmarkGPUAttentionPaged(b *testing.B) {
 			scratch := g.poisoned(1, AttentionPagedScratch(l, B, heads))
 			seen := float64(B) * float64(depth+1)
 			bytes := seen * float64(l.KVDim()) * 2 * 2
-			for _, vec := range []bool{true, false} {
+			// part, vec, and vec's _used twins with splits of 32, 64 and 128
+			// positions at least (LLMSERVE_ATTENTION_VEC_MIN).
+			for _, k := range []struct {
+				vec    bool
+				minPer int
+			}{{true, 0}, {false, 0}, {true, 32}, {true, 64}, {true, 128}} {
 				name := "part"
-				if vec {
+				if k.vec {
 					name = "vec"
 				}
+				if k.minPer > 0 {
+					name += fmt.Sprintf("_used%d", k.minPer)
+				}
 				b.Run(fmt.Sprintf("B%d_pos%d/%s", B, depth, name), func(b *testing.B) {
-					was := dev.attVec
-					dev.attVec = vec
-					defer func() { dev.attVec = was }()
+					was, wasMin := dev.attVec, dev.attVecMin
+					dev.attVec, dev.attVecMin = k.vec, k.minPer
+					defer func() { dev.attVec, dev.attVecMin = was, wasMin }()
 					timeLaunches(b, 4*heads*hd*seen, func() error { return dev.AttentionPaged(pool, q, out, heads, pd, sd, scratch) })
 					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
 					b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")

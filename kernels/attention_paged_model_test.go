@@ -96,3 +96,65 @@ func TestPagedSplits(t *testing.T) {
 		}
 	}
 }
+
+// vecSpan models attention_vec's split of a live token at position p: the
+// splits it uses (min(splits, ceil((p+1)/minPer))) and split's positions
+// [t0, t1) of 0..p.
+func vecSpan(p, split, splits, minPer int) (used, t0, t1 int) {
+	n := p + 1
+	used = min(splits, (n+minPer-1)/minPer)
+	per := (n + used - 1) / used
+	return used, min(split*per, n), min(split*per+per, n)
+}
+
+// mergeUsed models attention_merge_used: the splits it reads for a token
+// at position p of slot s (none outside the cache).
+func mergeUsed(s, p, splits, minPer, ctx, maxSeqs int) int {
+	if s < 0 || s >= maxSeqs || p < 0 || p >= ctx {
+		return 0
+	}
+	return min(splits, (p+minPer)/minPer)
+}
+
+// TestAttentionVecUsedSplits checks, on the Go model of attention_vec's
+// _used twin and attention_merge_used, that for every position of
+// contexts of 16 to 4096 and minimum split lengths of 8 to 128 the splits
+// the merge reads are exactly the ones the kernel writes (a block returns
+// without writing where split ≥ used; one below it may be empty, as when
+// ceil((p+1)/used)·used runs past p, and then writes an empty result the
+// merge weighs 0), and that together they cover 0..p once, in order.
+func TestAttentionVecUsedSplits(t *testing.T) {
+	for _, ctx := range []int{16, 100, 640, 1024, 4096} {
+		splits := pagedSplits(KVPoolLayout{MaxSeqs: 1, TableCols: ctx / 16, BlockSize: 16})
+		for _, minPer := range []int{8, 32, 33, 64, 128} {
+			for p := 0; p < ctx; p++ {
+				used := mergeUsed(0, p, splits, minPer, ctx, 1)
+				next := 0
+				for split := 0; split < splits; split++ {
+					u, t0, t1 := vecSpan(p, split, splits, minPer)
+					if u != used {
+						t.Fatalf("ctx %d, min %d, p %d: the kernel uses %d splits, the merge reads %d", ctx, minPer, p, u, used)
+					}
+					if split >= used {
+						continue // the block returns: nothing written, nothing read
+					}
+					if t0 != next || t1 < t0 {
+						t.Fatalf("ctx %d, min %d, p %d, split %d of %d: positions [%d, %d), want from %d", ctx, minPer, p, split, used, t0, t1, next)
+					}
+					next = t1
+				}
+				if next != p+1 {
+					t.Fatalf("ctx %d, min %d, p %d: the splits cover 0..%d", ctx, minPer, p, next-1)
+				}
+			}
+		}
+	}
+	if mergeUsed(-1, 0, 8, 32, 128, 4) != 0 || mergeUsed(0, 128, 8, 32, 128, 4) != 0 || mergeUsed(4, 3, 8, 32, 128, 4) != 0 {
+		t.Error("the merge reads splits of a token outside the cache")
+	}
+	for v, want := range map[string]int{"": 0, "0": 0, "7": 0, "8": 8, "64": 64, "4096": 4096, "4097": 0, "x": 0, "-32": 0} {
+		if got := attVecMinFrom(v); got != want {
+			t.Errorf("LLMSERVE_ATTENTION_VEC_MIN=%q: %d, want %d", v, got, want)
+		}
+	}
+}

@@ -47,18 +47,21 @@ template <int N> static __device__ __forceinline__ void cp_async_wait_n() {
 // 256 (CPL 2) fit in 32 KiB either way (attentionVec.tile in kvpool.go).
 #define ATT_VEC_TILE(CPL) (32 / (CPL))
 
-// attention_vec<GM, CPL>: attention_part's contract over the paged f16 pool
-// (no soft-cap, no window: the arch attention keeps attention_part), for
-// groups of G ≤ GM query heads per KV head and heads of at most 128·CPL
-// values (headDim a multiple of 8). Grid (B, kvHeads, splits), ATT_THREADS
-// threads, dynamic shared memory attentionVec.shared(headDim) bytes
-// (kvpool.go).
-template <int GM, int CPL>
+// attention_vec<GM, CPL, USED>: attention_part's contract over the paged
+// f16 pool (no soft-cap, no window: the arch attention keeps
+// attention_part), for groups of G ≤ GM query heads per KV head and heads
+// of at most 128·CPL values (headDim a multiple of 8). Grid (B, kvHeads,
+// splits), ATT_THREADS threads, dynamic shared memory
+// attentionVec.shared(headDim) bytes (kvpool.go). With USED, a split
+// takes minPer positions at least (not ATT_VEC_MIN), and the blocks whose
+// results attention_merge_used does not read (the splits a token does not
+// use, tokens outside the cache) return at once and write nothing.
+template <int GM, int CPL, bool USED>
 static __device__ __forceinline__ void attention_vec(const float *__restrict__ q, const __half *__restrict__ kc,
                                                      const __half *__restrict__ vc, float *__restrict__ part,
                                                      const int *__restrict__ pos, const int *__restrict__ seq,
                                                      int heads, int kvHeads, int headDim, float scale,
-                                                     const KVPaged addr) {
+                                                     int minPer, const KVPaged addr) {
   constexpr int TILE = ATT_VEC_TILE(CPL), NI = TILE / (2 * ATT_VEC_WARPS); // row pairs a warp takes per tile
   using R = AttRows<__half, KVPaged>;
   extern __shared__ __align__(16) unsigned char att_smem[];
@@ -69,12 +72,21 @@ static __device__ __forceinline__ void attention_vec(const float *__restrict__ q
   auto kbuf = [&](int i) { return (__half *)att_smem + (size_t)i * 2 * TILE * headDim; };
   const int s = seq[b], p = pos[b]; // only host copies write them
   int t0 = 0, t1 = 0;               // positions [t0, t1) of this split
-  // A token uses as many of the splits as give each ATT_VEC_MIN positions
-  // at least (all of them from splits·ATT_VEC_MIN positions on); the blocks
-  // of the others write empty results. It depends on the token's position
-  // only, so a token's result does not depend on the batch around it.
+  // A token uses as many of the splits as give each ATT_VEC_MIN (with
+  // USED: minPer) positions at least (all of them from splits·min
+  // positions on); the blocks of the others write empty results, or with
+  // USED nothing. It depends on the token's position only, so a token's
+  // result does not depend on the batch around it.
+  const int mp = USED ? minPer : ATT_VEC_MIN;
+  if constexpr (USED) {
+    if (s < 0 || s >= addr.pool.maxSeqs || p < 0 || p >= kv_ctx(addr.pool) || split >= min(splits, (p + mp) / mp)) {
+      grid_wait();
+      grid_launch();
+      return;
+    }
+  }
   R::if_live(addr, s, p, [&] {
-    const int n = p + 1, used = min(splits, (n + ATT_VEC_MIN - 1) / ATT_VEC_MIN), per = (n + used - 1) / used;
+    const int n = p + 1, used = min(splits, (n + mp - 1) / mp), per = (n + used - 1) / used;
     t0 = min(split * per, n);
     t1 = min(split * per + per, n);
   });

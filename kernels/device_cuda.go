@@ -36,6 +36,7 @@ type Device struct {
 	wgmmaErr  error // why mmw.ptx (the wgmma products) is not loaded; nil when it is
 	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
 	attVec    bool  // AttentionPaged picks attention_vec_pf16 where an instance fits (LLMSERVE_ATTENTION_VEC not 0)
+	attVecMin int   // > 0: attention_vec_pf16's _used twins with splits of this many positions at least (LLMSERVE_ATTENTION_VEC_MIN); 0: ATT_VEC_MIN, every split written
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -49,7 +50,7 @@ type residentKey struct {
 var kernelNames = map[string][]string{
 	"ops":       {"rms_norm", "rms_norm_add", "add_bias", "add", "swiglu"},
 	"mmq_prep":  {"mmq_prep"},
-	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "rope_store"},
+	"attention": {"kv_store", "attention_part_2", "attention_part_4", "attention_part_8", "attention_part_16", "attention_merge", "attention_merge_used", "rope_store"},
 	"matvec":    nil,
 	"mvq":       nil,
 	"mmq":       mmqKernelNames(),
@@ -143,6 +144,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	d.wgmmaErr = d.loadWGMMA()
 	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	d.attVec = os.Getenv("LLMSERVE_ATTENTION_VEC") != "0"
+	d.attVecMin = attVecMinFrom(os.Getenv("LLMSERVE_ATTENTION_VEC_MIN"))
 	return d, nil
 }
 

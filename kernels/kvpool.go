@@ -152,6 +152,19 @@ func attentionVecFor(group, headDim int) (attentionVec, bool) {
 	return attentionVec{}, false
 }
 
+// attVecMinFrom reads LLMSERVE_ATTENTION_VEC_MIN: a number of 8 to 4096
+// picks attention_vec_pf16's _used twins with splits of at least that many
+// positions, whose blocks of the splits a token does not use (and of
+// tokens outside the cache) write nothing and attention_merge_used reads
+// only the rest (for measuring against the default); anything else is 0,
+// the default kernels (ATT_VEC_MIN, every split written and merged).
+func attVecMinFrom(v string) int {
+	if n, err := strconv.Atoi(v); err == nil && n >= 8 && n <= 4096 {
+		return n
+	}
+	return 0
+}
+
 // maxHeadDimPaged is MaxHeadDim, untagged: the largest head the paged
 // kernels take.
 const maxHeadDimPaged = 256

@@ -15,7 +15,9 @@
 # paged f16 pool; for
 # Mixtral-8x7B also the prompt with every expert over every row
 # (LLMSERVE_MOE_GROUPED=0; grouped by expert is the default) and a decode
-# batch of 16; with CHECK_PREVIEW=1, gemma2, phi3 and Mixtral also under
+# batch of 16; with CHECK_VECMIN="32 64", Llama-3.1-8B's batches of 16 and
+# 64 after 128 tokens by default and under each LLMSERVE_ATTENTION_VEC_MIN;
+# with CHECK_PREVIEW=1, gemma2, phi3 and Mixtral also under
 # LLMSERVE_GPU_PREVIEW=1 (their paged pool and prompt attention). Everything
 # goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
 # $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
@@ -64,6 +66,14 @@ for s in $specs; do
 			grep -E '^(pp|tg)' "$log.q16-$q" | sed "s|^|$s q16=$q: |"
 		done
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
+		# With CHECK_VECMIN="N ...", decode batches after a 128-token prompt
+		# (as bench-gpu.sh's) by default and with attention_vec_pf16's _used
+		# twins at each minimum split length N (LLMSERVE_ATTENTION_VEC_MIN).
+		for m in ${CHECK_VECMIN:+0 $CHECK_VECMIN}; do
+			[ "$(left)" -gt 40 ] || break
+			LLMSERVE_ATTENTION_VEC_MIN=$([ "$m" = 0 ] || echo "$m") timeout 40 "$L" bench -m "$f" -p 128 -n 128 -B 16,64 > "$log.vecmin-$m" 2>&1
+			grep -E '^tg' "$log.vecmin-$m" | sed "s|^|$s vec min $m: |"
+		done
 		for kv in ${CHECK_DEPTH:+flat f16}; do # decode at depth 8000: the f32 cache, the paged f16 pool
 			[ "$(left)" -gt 30 ] || break
 			timeout 40 "$L" bench -m "$f" -p 8000 -n 32 -B 1 -ctk $([ $kv = f16 ] && echo f16 || echo f32) -ctv $([ $kv = f16 ] && echo f16 || echo f32) > "$log.d8000-$kv" 2>&1

@@ -95,14 +95,25 @@ ATTENTION_PART_PF16(16)
 // (AttentionPaged picks it where an instance fits). Its dynamic shared
 // memory is attentionVec.shared(headDim) bytes (kvpool.go). Its _used twin
 // takes splits of minPer positions at least and writes only the splits a
-// token uses, for attention_merge_used (LLMSERVE_ATTENTION_VEC_MIN).
+// token uses, for attention_merge_used (LLMSERVE_ATTENTION_VEC_MIN); its
+// _arch twin soft-caps the scores (cap > 0) and walks a window (window >
+// 0), for AttentionPagedArch (gemma2's layers).
 #define ATTENTION_VEC_PF16(GM, CPL)                                                                         \
   extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
       attention_vec_pf16_##GM##x##CPL(const float *__restrict__ q, const __half *__restrict__ kc,            \
                                       const __half *__restrict__ vc, float *__restrict__ part,              \
                                       const int *__restrict__ pos, const int *__restrict__ seq, int heads,  \
                                       int kvHeads, int headDim, float scale, KV_POOL_PARAMS) {              \
-    attention_vec<GM, CPL, false>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, 0,              \
+    attention_vec<GM, CPL, false>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, 0, 0.f, 0,      \
+                                  KVPaged{KV_POOL});                                                        \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
+      attention_vec_pf16_##GM##x##CPL##_arch(const float *__restrict__ q, const __half *__restrict__ kc,     \
+                                             const __half *__restrict__ vc, float *__restrict__ part,       \
+                                             const int *__restrict__ pos, const int *__restrict__ seq,      \
+                                             int heads, int kvHeads, int headDim, float scale, float cap,   \
+                                             int window, KV_POOL_PARAMS) {                                  \
+    attention_vec<GM, CPL, false>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, 0, cap, window, \
                                   KVPaged{KV_POOL});                                                        \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
@@ -111,7 +122,7 @@ ATTENTION_PART_PF16(16)
                                              const int *__restrict__ pos, const int *__restrict__ seq,      \
                                              int heads, int kvHeads, int headDim, float scale, int minPer,  \
                                              KV_POOL_PARAMS) {                                              \
-    attention_vec<GM, CPL, true>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, minPer,          \
+    attention_vec<GM, CPL, true>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, minPer, 0.f, 0,  \
                                  KVPaged{KV_POOL});                                                         \
   }
 

@@ -25,7 +25,7 @@ func pagedKernelNames() []string {
 	names := []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
 		"attention_part_pf16_8", "attention_part_pf16_16", "kv_pool_cells"}
 	for _, v := range attentionVecInstances {
-		names = append(names, v.name(), v.name()+"_used")
+		names = append(names, v.name(), v.name()+"_used", v.name()+"_arch")
 	}
 	return names
 }
@@ -119,9 +119,10 @@ type AttentionPagedOp struct {
 	Window   int
 }
 
-// AttentionPagedArch runs op: attention_part_pf16 per (token, KV head,
-// split) with op's scale, soft-cap and window (attention_vec_pf16 where
-// there are neither and an instance fits), then attention_merge.
+// AttentionPagedArch runs op: attention_vec_pf16 (its _arch twin where
+// there is a soft-cap or a window) per (token, KV head, split) where an
+// instance fits the group and head, else attention_part_pf16, with op's
+// scale, soft-cap and window, then attention_merge.
 func (d *Device) AttentionPagedArch(op AttentionPagedOp) error {
 	if op.Window < 0 || op.Cap < 0 || !(op.Scale > 0) || math.IsInf(float64(op.Scale), 0) || math.IsNaN(float64(op.Cap)) {
 		return fmt.Errorf("kernels: attention_arch_pf16: window %d, cap %g, scale %g", op.Window, op.Cap, op.Scale)
@@ -144,16 +145,21 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	}
 	splits := pagedSplits(p.KVPoolLayout)
 	group := op.Heads / p.KVHeads
-	// attention_vec_pf16 where an instance fits and the scores are neither
-	// capped nor windowed, else attention_part_pf16 (which takes a tile,
-	// a soft-cap and a window).
+	// attention_vec_pf16 where an instance fits (its _arch twin where the
+	// scores are capped or windowed; its _used twin with
+	// LLMSERVE_ATTENTION_VEC_MIN where they are not), else
+	// attention_part_pf16 (which takes a tile, a soft-cap and a window).
 	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
 		cuda.I(op.Heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(op.Scale)}
 	var kernel string
 	var shared, minPer int // minPer > 0: the _used twin and attention_merge_used
-	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec && op.Cap == 0 && op.Window == 0 {
+	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
 		kernel, shared = v.name(), v.shared(p.HeadDim)
-		if minPer = d.attVecMin; minPer > 0 {
+		switch {
+		case op.Cap != 0 || op.Window != 0:
+			kernel, args = kernel+"_arch", append(args, cuda.F(op.Cap), cuda.I(op.Window))
+		case d.attVecMin > 0:
+			minPer = d.attVecMin
 			kernel, args = kernel+"_used", append(args, cuda.I(minPer))
 		}
 	} else {

@@ -249,22 +249,30 @@ func TestGPUPagedKV(t *testing.T) {
 			// scale, soft-capped logits and windows shorter than a block,
 			// across a block boundary and longer than any sequence, against
 			// the f32 kernel with the same parameters over the same values.
+			// On attention_vec_pf16's _arch twin where an instance fits, and
+			// on attention_part_pf16.
 			for _, a := range []struct {
 				scale, cap float32
 				window     int
 			}{{0.3, 5, 0}, {0.125, 0, 7}, {0.25, 2.5, c.bs + 3}, {0.2, 0, 5000}} {
-				arch := g.poisoned(B, c.heads*hd)
-				if err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: arch, Heads: c.heads, Pos: pd, Seq: sd,
-					Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window}); err != nil {
-					t.Fatal(err)
-				}
 				fa := g.poisoned(B, c.heads*hd)
 				if err := dev.AttentionArch(AttentionArchOp{Cache: f.flat, Q: qd, Out: fa, Heads: c.heads, Pos: pd, Seq: sd,
 					Scratch: g.poisoned(1, AttentionScratch(f.flat, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window}); err != nil {
 					t.Fatal(err)
 				}
-				checkNMSE(t, fmt.Sprintf("arch decode (scale %g, cap %g, window %d), paged f16 against f32", a.scale, a.cap, a.window),
-					read(t, arch), to64(read(t, fa)), pagedSame)
+				for _, vec := range []bool{true, false} {
+					arch := g.poisoned(B, c.heads*hd)
+					was := dev.attVec
+					dev.attVec = vec
+					err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: arch, Heads: c.heads, Pos: pd, Seq: sd,
+						Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window})
+					dev.attVec = was
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkNMSE(t, fmt.Sprintf("arch decode (scale %g, cap %g, window %d, vec %v), paged f16 against f32", a.scale, a.cap, a.window, vec),
+						read(t, arch), to64(read(t, fa)), pagedSame)
+				}
 			}
 			if err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: paged, Heads: c.heads, Pos: pd, Seq: sd,
 				Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: 0.3, Window: -1}); err == nil {

@@ -97,14 +97,19 @@ func TestPagedSplits(t *testing.T) {
 	}
 }
 
-// vecSpan models attention_vec's split of a live token at position p: the
-// splits it uses (min(splits, ceil((p+1)/minPer))) and split's positions
-// [t0, t1) of 0..p.
-func vecSpan(p, split, splits, minPer int) (used, t0, t1 int) {
-	n := p + 1
+// vecSpan models attention_vec's split of a live token at position p
+// (window 0: every position; else the last window up to p): the splits it
+// uses (min(splits, ceil(n/minPer)) of the n positions it sees) and
+// split's positions [t0, t1).
+func vecSpan(p, split, splits, minPer, window int) (used, t0, t1 int) {
+	first := 0
+	if window > 0 {
+		first = max(0, p+1-window)
+	}
+	n := p + 1 - first
 	used = min(splits, (n+minPer-1)/minPer)
 	per := (n + used - 1) / used
-	return used, min(split*per, n), min(split*per+per, n)
+	return used, first + min(split*per, n), first + min(split*per+per, n)
 }
 
 // mergeUsed models attention_merge_used: the splits it reads for a token
@@ -131,7 +136,7 @@ func TestAttentionVecUsedSplits(t *testing.T) {
 				used := mergeUsed(0, p, splits, minPer, ctx, 1)
 				next := 0
 				for split := 0; split < splits; split++ {
-					u, t0, t1 := vecSpan(p, split, splits, minPer)
+					u, t0, t1 := vecSpan(p, split, splits, minPer, 0)
 					if u != used {
 						t.Fatalf("ctx %d, min %d, p %d: the kernel uses %d splits, the merge reads %d", ctx, minPer, p, u, used)
 					}
@@ -146,6 +151,24 @@ func TestAttentionVecUsedSplits(t *testing.T) {
 				if next != p+1 {
 					t.Fatalf("ctx %d, min %d, p %d: the splits cover 0..%d", ctx, minPer, p, next-1)
 				}
+			}
+		}
+	}
+	// The _arch twins' windows (merged by attention_merge, every split):
+	// the splits cover the window's positions once, in order.
+	for _, window := range []int{1, 7, 33, 100, 5000} {
+		const ctx, splits = 640, 40
+		for p := 0; p < ctx; p++ {
+			next := max(0, p+1-window)
+			for split := 0; split < splits; split++ {
+				_, t0, t1 := vecSpan(p, split, splits, 32, window)
+				if t0 != next || t1 < t0 {
+					t.Fatalf("window %d, p %d, split %d: positions [%d, %d), want from %d", window, p, split, t0, t1, next)
+				}
+				next = t1
+			}
+			if next != p+1 {
+				t.Fatalf("window %d, p %d: the splits end at %d", window, p, next-1)
 			}
 		}
 	}

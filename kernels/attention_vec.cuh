@@ -48,20 +48,22 @@ template <int N> static __device__ __forceinline__ void cp_async_wait_n() {
 #define ATT_VEC_TILE(CPL) (32 / (CPL))
 
 // attention_vec<GM, CPL, USED>: attention_part's contract over the paged
-// f16 pool (no soft-cap, no window: the arch attention keeps
-// attention_part), for groups of G ≤ GM query heads per KV head and heads
-// of at most 128·CPL values (headDim a multiple of 8). Grid (B, kvHeads,
+// f16 pool, for groups of G ≤ GM query heads per KV head and heads of at
+// most 128·CPL values (headDim a multiple of 8). Grid (B, kvHeads,
 // splits), ATT_THREADS threads, dynamic shared memory
 // attentionVec.shared(headDim) bytes (kvpool.go). With USED, a split
 // takes minPer positions at least (not ATT_VEC_MIN), and the blocks whose
 // results attention_merge_used does not read (the splits a token does not
-// use, tokens outside the cache) return at once and write nothing.
+// use, tokens outside the cache) return at once and write nothing. cap > 0
+// soft-caps the scaled scores to cap·tanh(score/cap), and window > 0 walks
+// only the last window positions up to a token's own, split as the whole
+// walk would be (the _arch twins; the others pass 0 and 0).
 template <int GM, int CPL, bool USED>
 static __device__ __forceinline__ void attention_vec(const float *__restrict__ q, const __half *__restrict__ kc,
                                                      const __half *__restrict__ vc, float *__restrict__ part,
                                                      const int *__restrict__ pos, const int *__restrict__ seq,
                                                      int heads, int kvHeads, int headDim, float scale,
-                                                     int minPer, const KVPaged addr) {
+                                                     int minPer, float cap, int window, const KVPaged addr) {
   constexpr int TILE = ATT_VEC_TILE(CPL), NI = TILE / (2 * ATT_VEC_WARPS); // row pairs a warp takes per tile
   using R = AttRows<__half, KVPaged>;
   extern __shared__ __align__(16) unsigned char att_smem[];
@@ -86,9 +88,10 @@ static __device__ __forceinline__ void attention_vec(const float *__restrict__ q
     }
   }
   R::if_live(addr, s, p, [&] {
-    const int n = p + 1, used = min(splits, (n + mp - 1) / mp), per = (n + used - 1) / used;
-    t0 = min(split * per, n);
-    t1 = min(split * per + per, n);
+    const int first = window > 0 ? max(0, p + 1 - window) : 0, n = p + 1 - first;
+    const int used = min(splits, (n + mp - 1) / mp), per = (n + used - 1) / used;
+    t0 = first + min(split * per, n);
+    t1 = first + min(split * per + per, n);
   });
   // fetch copies the K and V rows of positions tt..tt+n-1 to buffer i: a
   // thread's (at most four) rows' cells first, so that their block-table
@@ -180,7 +183,7 @@ static __device__ __forceinline__ void attention_vec(const float *__restrict__ q
       for (int g = 0; g < GM; g++) {
 #pragma unroll
         for (int off = 8; off > 0; off >>= 1) d[g] += __shfl_xor_sync(0xffffffffu, d[g], off);
-        sc[ii][g] = j < n ? d[g] : -INFINITY;
+        sc[ii][g] = j < n ? (cap > 0.f ? cap * tanhf(d[g] / cap) : d[g]) : -INFINITY;
       }
     }
     // The warp's online softmax over its rows of this tile, per head; the

@@ -28,7 +28,7 @@ func benchCmd(args []string) error { return benchTo(os.Stdout, args) }
 func benchTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile] [-ctk T -ctv T]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked through the grammar's masks on the\ndevice where the engine applies them (the GPU engine), else\non the host, the rest as the server picks them; each ctg line says which. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
+		fmt.Fprintln(fs.Output(), "usage: llmserve bench -m model.gguf [-p 512] [-n 128] [-B 1,4,16] [-c ctx] [-t threads] [-ngl N] [--no-cuda-graphs] [--graph-buckets LIST] [--no-overlap] [--profile] [-ctk T -ctv T]\n       [--json-schema FILE | --grammar FILE] [--constrained-share S]\n\nMeasures prompt processing (one batch of -p tokens) and generation (-n steps after the\nprompt, each one token for each of B sequences) in tokens per second, like llama-bench's\npp and tg; with several B, also the aggregate rate of batched decoding.\n\nWith --json-schema or --grammar, each B is also run with every sequence constrained by\nit and with the share S of them constrained (ctg lines, with the ratio to the\nunconstrained run): constrained rows are picked through the grammar's masks on the\ndevice where the engine applies them (the GPU engine), else\non the host, the rest as the server picks them; each ctg line says which. A run fails when its masks banned nothing or\na finished JSON document does not parse.")
 		fs.PrintDefaults()
 	}
 	var path string
@@ -38,6 +38,10 @@ func benchTo(w io.Writer, args []string) error {
 	nGen := fs.Int("n", 128, "generation steps")
 	batches := fs.String("B", "1", "comma-separated `batch sizes` (sequences decoded together)")
 	reps := fs.Int("r", 1, "repetitions (the best is reported)")
+	var ctxSize int
+	for _, n := range []string{"c", "ctx-size"} {
+		fs.IntVar(&ctxSize, n, 0, "context `positions` per sequence (0: -p + -n); a server's -c sizes the attention's splits and, on the GPU's pool, its memory")
+	}
 	ec := engineConfig{GPULayers: -1, CUDAGraphs: true}
 	fs.IntVar(&ec.Threads, "t", 0, "CPU threads (0 = all)")
 	fs.IntVar(&ec.GPULayers, "ngl", -1, "layers on the GPU (-1: the GPU when there is one, 0: the CPU)")
@@ -95,6 +99,12 @@ func benchTo(w io.Writer, args []string) error {
 		g.cold = *cold
 	}
 	ec.Context, ec.MaxSeqs = *nPrompt+*nGen, slices.Max(sizes)
+	if ctxSize != 0 {
+		if ctxSize < ec.Context || ctxSize > 1<<20 {
+			return fmt.Errorf("-c %d: want -p + -n (%d) to %d positions", ctxSize, ec.Context, 1<<20)
+		}
+		ec.Context = ctxSize
+	}
 	e, desc, err := openEngine(m, ec, func(s string) { fmt.Fprintln(os.Stderr, "llmserve: warning:", s) })
 	if err != nil {
 		return err

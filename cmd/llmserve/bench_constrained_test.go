@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -198,6 +199,27 @@ func TestConstrainedRows(t *testing.T) {
 	for _, tt := range tests {
 		if got := constrainedRows(tt.share, tt.B); got != tt.want {
 			t.Errorf("constrainedRows(%v, %d) = %d, want %d", tt.share, tt.B, got, tt.want)
+		}
+	}
+}
+
+// TestBenchContext runs bench with a context longer than its prompt and
+// generation (-c), and with exactly theirs, and refuses a shorter one or
+// one past 2^20 positions.
+func TestBenchContext(t *testing.T) {
+	model := benchModel(t)
+	for _, c := range []string{"2", "2000000"} {
+		err := benchTo(io.Discard, []string{"-m", model, "-p", "1", "-n", "2", "-t", "1", "-ngl", "0", "-c", c})
+		if err == nil || !strings.Contains(err.Error(), "-c "+c) {
+			t.Errorf("-c %s: error %v, want one naming -c %s", c, err, c)
+		}
+	}
+	for _, c := range []string{"64", "3"} {
+		var out bytes.Buffer
+		if err := benchTo(&out, []string{"-m", model, "-p", "1", "-n", "2", "-t", "1", "-ngl", "0", "-B", "1,2", "-c", c}); err != nil {
+			t.Errorf("-c %s: %v", c, err)
+		} else if !strings.Contains(out.String(), "tg2 B=2") {
+			t.Errorf("-c %s: no tg2 B=2 line in\n%s", c, out.String())
 		}
 	}
 }

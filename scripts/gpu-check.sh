@@ -67,12 +67,15 @@ for s in $specs; do
 		done
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
 		# With CHECK_VECMIN="N ...", decode batches after a 128-token prompt
-		# (as bench-gpu.sh's) by default and with attention_vec_pf16's _used
+		# (as bench-gpu.sh's), at the context of the run and at a server's
+		# 4096 (64 splits), by default and with attention_vec_pf16's _used
 		# twins at each minimum split length N (LLMSERVE_ATTENTION_VEC_MIN).
-		for m in ${CHECK_VECMIN:+0 $CHECK_VECMIN}; do
-			[ "$(left)" -gt 40 ] || break
-			LLMSERVE_ATTENTION_VEC_MIN=$([ "$m" = 0 ] || echo "$m") timeout 40 "$L" bench -m "$f" -p 128 -n 128 -B 16,64 > "$log.vecmin-$m" 2>&1
-			grep -E '^tg' "$log.vecmin-$m" | sed "s|^|$s vec min $m: |"
+		for c in 256 4096; do
+			for m in ${CHECK_VECMIN:+0 $CHECK_VECMIN}; do
+				[ "$(left)" -gt 40 ] || break
+				LLMSERVE_ATTENTION_VEC_MIN=$([ "$m" = 0 ] || echo "$m") timeout 40 "$L" bench -m "$f" -p 128 -n 128 -B 16,64 -c $c > "$log.vecmin-$m-c$c" 2>&1
+				grep -E '^tg' "$log.vecmin-$m-c$c" | sed "s|^|$s -c $c vec min $m: |"
+			done
 		done
 		for kv in ${CHECK_DEPTH:+flat f16}; do # decode at depth 8000: the f32 cache, the paged f16 pool
 			[ "$(left)" -gt 30 ] || break

@@ -107,19 +107,3 @@ func TestTPGPURefusesWithoutPreview(t *testing.T) {
 		t.Errorf("NewTPGPUEngine without preview: err = %v, want ErrUnsupported naming LLMSERVE_GPU_PREVIEW", err)
 	}
 }
-
-// TestPagedGPURefusesExecutorWithoutPreview (no device needed): the paged
-// pool under the description's executor has not run on a device yet, so
-// without the preview NewPagedGPUEngine refuses gemma2, phi3 and the
-// expert mixture before it touches a GPU, with ErrUnsupported (the binary
-// then keeps the GPU with the f32 cache) naming the variable that enables
-// it.
-func TestPagedGPURefusesExecutorWithoutPreview(t *testing.T) {
-	t.Setenv("LLMSERVE_GPU_PREVIEW", "")
-	for _, name := range []string{"tiny-gemma2-F32", "tiny-phi3-Q8_0", "tiny-mixtral-F32"} {
-		_, err := NewPagedGPUEngine(loadModel(t, "golden-arch/"+name+".gguf"), GPUOptions{Context: 64})
-		if !errors.Is(err, model.ErrUnsupported) || !strings.Contains(err.Error(), "LLMSERVE_GPU_PREVIEW") {
-			t.Errorf("%s: NewPagedGPUEngine without preview: err = %v, want ErrUnsupported naming LLMSERVE_GPU_PREVIEW", name, err)
-		}
-	}
-}

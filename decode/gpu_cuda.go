@@ -61,9 +61,7 @@ type GPUOptions struct {
 	// sets it too.
 	MoEDense bool
 	// Preview also runs what has not yet run on a device: the
-	// tensor-parallel engine (NewTPGPUEngine refuses without it) and the
-	// paged pool under the description's executor (gemma2, phi3, expert
-	// mixtures; without it NewPagedGPUEngine refuses them). The
+	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
 	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
@@ -244,10 +242,6 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	}
 	if err := gpuSupports(m); err != nil {
 		return nil, fmt.Errorf("decode: cuda: %w", err)
-	}
-	if opts.Paged && gpuFuses(m) != nil && !opts.Preview {
-		return nil, fmt.Errorf("decode: cuda: the paged KV pool under the description's executor (gemma2, phi3, expert mixtures): %w (it has not run on a device yet; LLMSERVE_GPU_PREVIEW=1 enables it)",
-			model.ErrUnsupported)
 	}
 	if m.HeadDim > kernels.MaxHeadDim || m.HeadDim%4 != 0 || m.RopeDim > m.HeadDim || m.RopeDim%2 != 0 {
 		return nil, fmt.Errorf("decode: cuda: head size %d (rotating %d): %w (a multiple of 4, at most %d)", m.HeadDim, m.RopeDim, model.ErrUnsupported, kernels.MaxHeadDim)

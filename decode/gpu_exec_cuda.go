@@ -421,9 +421,9 @@ func (e *GPUEngine) execAttention(st *model.Step, l, B int) error {
 	if window >= e.opts.Context {
 		window = 0 // every position of the cache is within it
 	}
-	if wide(B) && e.prefill && e.opts.Preview {
-		// On the tensor cores over the step's prompt tiles (not yet run
-		// on a device with these scores: with the preview only).
+	if wide(B) && e.prefill {
+		// On the tensor cores over the step's prompt tiles, with the
+		// architecture's scale, soft-cap and window.
 		sc := kernels.PrefillScores{Scale: st.Scale, Cap: st.Cap, Window: window}
 		if e.paged != nil {
 			return d.AttentionPrefillPaged(kernels.AttentionPrefillPagedOp{Pool: e.paged.pools[l], Q: q, Out: s.att.Slice(0, B), Heads: m.Heads,

@@ -83,9 +83,10 @@ func TestGPUExecGoldenArch(t *testing.T) {
 // (over gpuMaxBatch: wideStep, the tensor-core products) with the last
 // row's logits wanted beside a token of another sequence, and compares
 // them with the CPU engine. Gemma2's window of 8 and its soft-capping
-// then reach far beyond the window. With the preview the wide step's
-// attention runs on the prefill kernels with the architecture's scores
-// (PrefillScores), without it on the decode kernels.
+// then reach far beyond the window. The wide step's attention runs on the
+// prefill kernels with the architecture's scores (PrefillScores), and
+// again on the decode kernels (the path of heads the prefill kernels do
+// not take, and of deterministic mode).
 func TestGPUExecPrompt(t *testing.T) {
 	const n = 100
 	forEachGoldenArch(t, func(t *testing.T, dir, name string) {
@@ -93,25 +94,26 @@ func TestGPUExecPrompt(t *testing.T) {
 		V := m.Vocab
 		toks, want := cpuPrompt(t, m, n, 128)
 		tol := goldenArchTolerance(name)
-		for _, c := range []struct{ graphs, preview bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		for _, c := range []struct{ graphs, prefill bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 			graphs := c.graphs
-			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs, Preview: c.preview})
-			if c.preview && !e.prefill {
+			e := openGPU(t, m, GPUOptions{Context: 128, MaxSeqs: 3, Graphs: graphs})
+			if !e.prefill {
 				t.Fatalf("heads of %d: the prefill kernels do not take them", m.HeadDim)
 			}
+			e.prefill = c.prefill // wide steps run eagerly: read at each step
 			all := forwardAll(t, e, toks, 0)
 			if err := nmse.Of(all, want); !(err <= tol) && !routingFlips(t, name, all, want, V, tol) {
-				t.Errorf("graphs=%v, preview=%v, every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.preview, err, tol)
+				t.Errorf("graphs=%v, prefill=%v, every row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.prefill, err, tol)
 			}
 			out := forwardBeside(t, e, toks)
 			last := nmse.Of(out[:V], want[(n-1)*V:])
 			if !(last <= tol) {
-				t.Errorf("graphs=%v, preview=%v, one step of %d, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.preview, n+1, last, tol)
+				t.Errorf("graphs=%v, prefill=%v, one step of %d, last row wanted: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.prefill, n+1, last, tol)
 			}
 			if err := nmse.Of(out[V:], want[:V]); !(err <= tol) {
-				t.Errorf("graphs=%v, preview=%v, a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.preview, err, tol)
+				t.Errorf("graphs=%v, prefill=%v, a token beside the prompt: NMSE %.3g vs the CPU engine exceeds %.0e", graphs, c.prefill, err, tol)
 			}
-			t.Logf("graphs=%v, preview=%v: NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", graphs, c.preview, nmse.Of(all, want), last, tol)
+			t.Logf("graphs=%v, prefill=%v: NMSE vs CPU: all rows %.3g, last row of one step %.3g (tolerance %.0e)", graphs, c.prefill, nmse.Of(all, want), last, tol)
 		}
 	})
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // openPagedArchGPU opens the golden-arch model name on a paged GPU engine
-// with the preview (the executor over the pool) and blocks of 16.
+// (the executor over the pool) with blocks of 16.
 func openPagedArchGPU(t *testing.T, m *model.Model, opts GPUOptions) *PagedGPUEngine {
 	t.Helper()
-	opts.Preview, opts.BlockSize = true, 16
+	opts.BlockSize = 16
 	e := openPagedGPU(t, m, opts)
 	if e.exec == nil || e.paged == nil {
 		t.Fatal("the engine does not run the description's executor over the pool")

@@ -146,8 +146,8 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	splits := pagedSplits(p.KVPoolLayout)
 	group := op.Heads / p.KVHeads
 	// attention_vec_pf16 where an instance fits (its _arch twin where the
-	// scores are capped or windowed; its _used twin with
-	// LLMSERVE_ATTENTION_VEC_MIN where they are not), else
+	// scores are capped or windowed; else its _used twin, unless
+	// LLMSERVE_ATTENTION_VEC_MIN=0), else
 	// attention_part_pf16 (which takes a tile, a soft-cap and a window).
 	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
 		cuda.I(op.Heads), cuda.I(p.KVHeads), cuda.I(p.HeadDim), cuda.F(op.Scale)}

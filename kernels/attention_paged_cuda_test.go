@@ -194,8 +194,14 @@ func TestGPUPagedKV(t *testing.T) {
 			B := len(seq)
 			q := randF32(rng, B*c.heads*hd)
 			qd, pd, sd := g.f32(q, B, c.heads*hd), g.i32(pos), g.i32(seq)
+			// The kernels that write every split (LLMSERVE_ATTENTION_VEC_MIN=0),
+			// against which the default _used twins are checked below.
 			paged := g.poisoned(B, c.heads*hd)
-			if err := dev.AttentionPaged(f.pool, qd, paged, c.heads, pd, sd, g.poisoned(1, AttentionPagedScratch(l, B, c.heads))); err != nil {
+			wasMin := dev.attVecMin
+			dev.attVecMin = 0
+			err := dev.AttentionPaged(f.pool, qd, paged, c.heads, pd, sd, g.poisoned(1, AttentionPagedScratch(l, B, c.heads)))
+			dev.attVecMin = wasMin
+			if err != nil {
 				t.Fatal(err)
 			}
 			flat := g.poisoned(B, c.heads*hd)
@@ -216,11 +222,12 @@ func TestGPUPagedKV(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkNMSE(t, v.name()+" against attention_part_pf16", got, to64(read(t, part)), pagedSame)
-				// The _used twins (LLMSERVE_ATTENTION_VEC_MIN) over a poisoned
-				// scratch: the merge reads only the splits they write (a read
-				// of another gives NaN); with the default minimum (32) the
-				// same bits, with others the same values within the order of
-				// the sums.
+				// The _used twins (the default; LLMSERVE_ATTENTION_VEC_MIN)
+				// over a poisoned scratch: the merge reads only the splits
+				// they write (a read of another gives NaN); with the default
+				// minimum (32) the same bits as the kernels that write every
+				// split, with others the same values within the order of the
+				// sums.
 				for _, minPer := range []int{32, 8, 100} {
 					used := g.poisoned(B, c.heads*hd)
 					was := dev.attVecMin

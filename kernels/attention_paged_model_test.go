@@ -175,7 +175,7 @@ func TestAttentionVecUsedSplits(t *testing.T) {
 	if mergeUsed(-1, 0, 8, 32, 128, 4) != 0 || mergeUsed(0, 128, 8, 32, 128, 4) != 0 || mergeUsed(4, 3, 8, 32, 128, 4) != 0 {
 		t.Error("the merge reads splits of a token outside the cache")
 	}
-	for v, want := range map[string]int{"": 0, "0": 0, "7": 0, "8": 8, "64": 64, "4096": 4096, "4097": 0, "x": 0, "-32": 0} {
+	for v, want := range map[string]int{"": 32, "0": 0, "7": 32, "8": 8, "64": 64, "4096": 4096, "4097": 32, "x": 32, "-32": 32} {
 		if got := attVecMinFrom(v); got != want {
 			t.Errorf("LLMSERVE_ATTENTION_VEC_MIN=%q: %d, want %d", v, got, want)
 		}

@@ -36,7 +36,7 @@ type Device struct {
 	wgmmaErr  error // why mmw.ptx (the wgmma products) is not loaded; nil when it is
 	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
 	attVec    bool  // AttentionPaged picks attention_vec_pf16 where an instance fits (LLMSERVE_ATTENTION_VEC not 0)
-	attVecMin int   // > 0: attention_vec_pf16's _used twins with splits of this many positions at least (LLMSERVE_ATTENTION_VEC_MIN); 0: ATT_VEC_MIN, every split written
+	attVecMin int   // > 0 (default 32): attention_vec_pf16's _used twins with splits of this many positions at least (LLMSERVE_ATTENTION_VEC_MIN); 0: ATT_VEC_MIN, every split written
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.

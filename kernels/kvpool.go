@@ -152,17 +152,26 @@ func attentionVecFor(group, headDim int) (attentionVec, bool) {
 	return attentionVec{}, false
 }
 
-// attVecMinFrom reads LLMSERVE_ATTENTION_VEC_MIN: a number of 8 to 4096
-// picks attention_vec_pf16's _used twins with splits of at least that many
-// positions, whose blocks of the splits a token does not use (and of
-// tokens outside the cache) write nothing and attention_merge_used reads
-// only the rest (for measuring against the default); anything else is 0,
-// the default kernels (ATT_VEC_MIN, every split written and merged).
+// attVecMinDefault is the fewest positions a split of attention_vec_pf16's
+// _used twins takes by default: ATT_VEC_MIN (attention_vec.cuh), so that
+// they give the bits of the kernels that write every split.
+const attVecMinDefault = 32
+
+// attVecMinFrom reads LLMSERVE_ATTENTION_VEC_MIN. By default (unset or not
+// a number of 8 to 4096) attention_vec_pf16 runs as its _used twins with
+// splits of at least attVecMinDefault positions: the blocks of the splits
+// a token does not use (and of tokens outside the cache) write nothing and
+// attention_merge_used reads only the rest. A number of 8 to 4096 sets
+// that minimum; 0 keeps the kernels that write every split and merge them
+// all (ATT_VEC_MIN), for measuring against the default.
 func attVecMinFrom(v string) int {
+	if v == "0" {
+		return 0
+	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 8 && n <= 4096 {
 		return n
 	}
-	return 0
+	return attVecMinDefault
 }
 
 // maxHeadDimPaged is MaxHeadDim, untagged: the largest head the paged

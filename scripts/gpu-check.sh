@@ -15,10 +15,11 @@
 # paged f16 pool; for
 # Mixtral-8x7B also the prompt with every expert over every row
 # (LLMSERVE_MOE_GROUPED=0; grouped by expert is the default) and a decode
-# batch of 16; with CHECK_VECMIN="32 64", Llama-3.1-8B's batches of 16 and
-# 64 after 128 tokens by default and under each LLMSERVE_ATTENTION_VEC_MIN;
+# batch of 16; with CHECK_VECMIN="0 64", Llama-3.1-8B's batches of 16 and
+# 64 after 128 tokens by default and under each LLMSERVE_ATTENTION_VEC_MIN
+# (0: the decode attention that writes every split);
 # with CHECK_PREVIEW=1, gemma2, phi3 and Mixtral also under
-# LLMSERVE_GPU_PREVIEW=1 (their paged pool and prompt attention). Everything
+# LLMSERVE_GPU_PREVIEW=1. Everything
 # goes to LOGDIR (default /tmp/gpu-check), packed into PACK (default
 # $OUT/gpu-check.tgz, or .gpu/gpu-check.tgz) after every step, so that a
 # call stopped at its limit still brings them back; the summary (test
@@ -68,12 +69,13 @@ for s in $specs; do
 		timeout 30 "$L" bench -m "$f" -p 64 -n 2 -B 1 --profile > "$LOGDIR/profile64-${s/:/-}.txt" 2>&1
 		# With CHECK_VECMIN="N ...", decode batches after a 128-token prompt
 		# (as bench-gpu.sh's), at the context of the run and at a server's
-		# 4096 (64 splits), by default and with attention_vec_pf16's _used
-		# twins at each minimum split length N (LLMSERVE_ATTENTION_VEC_MIN).
+		# 4096 (64 splits), by default and at each minimum split length N
+		# of attention_vec_pf16's _used twins (LLMSERVE_ATTENTION_VEC_MIN;
+		# 0: the kernels that write every split).
 		for c in 256 4096; do
-			for m in ${CHECK_VECMIN:+0 $CHECK_VECMIN}; do
+			for m in ${CHECK_VECMIN:+default $CHECK_VECMIN}; do
 				[ "$(left)" -gt 40 ] || break
-				LLMSERVE_ATTENTION_VEC_MIN=$([ "$m" = 0 ] || echo "$m") timeout 40 "$L" bench -m "$f" -p 128 -n 128 -B 16,64 -c $c > "$log.vecmin-$m-c$c" 2>&1
+				LLMSERVE_ATTENTION_VEC_MIN=$([ "$m" = default ] || echo "$m") timeout 40 "$L" bench -m "$f" -p 128 -n 128 -B 16,64 -c $c > "$log.vecmin-$m-c$c" 2>&1
 				grep -E '^tg' "$log.vecmin-$m-c$c" | sed "s|^|$s -c $c vec min $m: |"
 			done
 		done
@@ -84,9 +86,9 @@ for s in $specs; do
 		done
 	fi
 	case "$s" in gemma2:* | phi3:* | mixtral:*)
-		# With CHECK_PREVIEW=1, the same under LLMSERVE_GPU_PREVIEW=1: the
-		# paged f16 pool under the executor, its prompts' attention on the
-		# prefill kernels with the architecture's scores.
+		# With CHECK_PREVIEW=1, the same under LLMSERVE_GPU_PREVIEW=1
+		# (whatever it gates at the time: beside the default, it shows
+		# what a gated path would change).
 		if [ -n "${CHECK_PREVIEW:-}" ] && [ "$(left)" -gt 40 ]; then
 			LLMSERVE_GPU_PREVIEW=1 timeout "$(( $(left) - 10 ))" "$L" bench -m "$f" -p 512 -n 128 -B 1 -r 2 > "$log.preview" 2>&1
 			grep -E '^(pp|tg)' "$log.preview" | sed "s|^|$s preview: |"

@@ -97,7 +97,9 @@ ATTENTION_PART_PF16(16)
 // takes splits of minPer positions at least and writes only the splits a
 // token uses, for attention_merge_used (LLMSERVE_ATTENTION_VEC_MIN); its
 // _arch twin soft-caps the scores (cap > 0) and walks a window (window >
-// 0), for AttentionPagedArch (gemma2's layers).
+// 0), for AttentionPagedArch (gemma2's layers); _arch_used is both (the
+// merge reads the splits of the whole walk up to the token, those past
+// its window's being empty).
 #define ATTENTION_VEC_PF16(GM, CPL)                                                                         \
   extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
       attention_vec_pf16_##GM##x##CPL(const float *__restrict__ q, const __half *__restrict__ kc,            \
@@ -124,6 +126,14 @@ ATTENTION_PART_PF16(16)
                                              KV_POOL_PARAMS) {                                              \
     attention_vec<GM, CPL, true>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, minPer, 0.f, 0,  \
                                  KVPaged{KV_POOL});                                                         \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(ATT_THREADS)                                                 \
+      attention_vec_pf16_##GM##x##CPL##_arch_used(                                                          \
+          const float *__restrict__ q, const __half *__restrict__ kc, const __half *__restrict__ vc,        \
+          float *__restrict__ part, const int *__restrict__ pos, const int *__restrict__ seq, int heads,    \
+          int kvHeads, int headDim, float scale, float cap, int window, int minPer, KV_POOL_PARAMS) {       \
+    attention_vec<GM, CPL, true>(q, kc, vc, part, pos, seq, heads, kvHeads, headDim, scale, minPer, cap,     \
+                                 window, KVPaged{KV_POOL});                                                 \
   }
 
 ATTENTION_VEC_PF16(1, 1)

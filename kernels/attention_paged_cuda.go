@@ -25,7 +25,7 @@ func pagedKernelNames() []string {
 	names := []string{"kv_store_pf16", "rope_store_pf16", "attention_part_pf16_2", "attention_part_pf16_4",
 		"attention_part_pf16_8", "attention_part_pf16_16", "kv_pool_cells"}
 	for _, v := range attentionVecInstances {
-		names = append(names, v.name(), v.name()+"_used", v.name()+"_arch")
+		names = append(names, v.name(), v.name()+"_used", v.name()+"_arch", v.name()+"_arch_used")
 	}
 	return names
 }
@@ -146,7 +146,8 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	splits := pagedSplits(p.KVPoolLayout)
 	group := op.Heads / p.KVHeads
 	// attention_vec_pf16 where an instance fits (its _arch twin where the
-	// scores are capped or windowed; else its _used twin, unless
+	// scores are capped or windowed, with LLMSERVE_GPU_PREVIEW=1 its
+	// _arch_used twin; else its _used twin, unless
 	// LLMSERVE_ATTENTION_VEC_MIN=0), else
 	// attention_part_pf16 (which takes a tile, a soft-cap and a window).
 	args := []cuda.Arg{cuda.P(q.Ptr), cuda.P(p.K), cuda.P(p.V), cuda.P(op.Scratch.Ptr), cuda.P(op.Pos.Ptr), cuda.P(op.Seq.Ptr),
@@ -156,6 +157,9 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
 		kernel, shared = v.name(), v.shared(p.HeadDim)
 		switch {
+		case (op.Cap != 0 || op.Window != 0) && d.attVecMin > 0 && d.preview:
+			minPer = d.attVecMin
+			kernel, args = kernel+"_arch_used", append(args, cuda.F(op.Cap), cuda.I(op.Window), cuda.I(minPer))
 		case op.Cap != 0 || op.Window != 0:
 			kernel, args = kernel+"_arch", append(args, cuda.F(op.Cap), cuda.I(op.Window))
 		case d.attVecMin > 0:

@@ -269,16 +269,45 @@ func TestGPUPagedKV(t *testing.T) {
 				}
 				for _, vec := range []bool{true, false} {
 					arch := g.poisoned(B, c.heads*hd)
-					was := dev.attVec
-					dev.attVec = vec
+					was, wasPre := dev.attVec, dev.preview
+					dev.attVec, dev.preview = vec, false // the _arch twin, whatever the environment
 					err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: arch, Heads: c.heads, Pos: pd, Seq: sd,
 						Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window})
-					dev.attVec = was
+					dev.attVec, dev.preview = was, wasPre
 					if err != nil {
 						t.Fatal(err)
 					}
 					checkNMSE(t, fmt.Sprintf("arch decode (scale %g, cap %g, window %d, vec %v), paged f16 against f32", a.scale, a.cap, a.window, vec),
 						read(t, arch), to64(read(t, fa)), pagedSame)
+					if !vec {
+						continue
+					}
+					if _, ok := attentionVecFor(c.heads/c.kvHeads, hd); !ok {
+						continue
+					}
+					// The _arch_used twins (LLMSERVE_GPU_PREVIEW=1) over a
+					// poisoned scratch: at the default minimum the bits of
+					// the _arch twin, at 8 and 100 its values.
+					want := read(t, arch)
+					for _, minPer := range []int{32, 8, 100} {
+						used := g.poisoned(B, c.heads*hd)
+						wasMin, wasPre := dev.attVecMin, dev.preview
+						dev.attVecMin, dev.preview = minPer, true
+						err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: used, Heads: c.heads, Pos: pd, Seq: sd,
+							Scratch: g.poisoned(1, AttentionPagedScratch(l, B, c.heads)), Scale: a.scale, Cap: a.cap, Window: a.window})
+						dev.attVecMin, dev.preview = wasMin, wasPre
+						if err != nil {
+							t.Fatal(err)
+						}
+						u := read(t, used)
+						name := fmt.Sprintf("arch decode (scale %g, cap %g, window %d), _arch_used min %d", a.scale, a.cap, a.window, minPer)
+						if minPer == 32 {
+							if n := bitsDiffer32(u, want); n != 0 {
+								t.Errorf("%s: %d values differ from the _arch twin", name, n)
+							}
+						}
+						checkNMSE(t, name+" against the _arch twin", u, to64(want), pagedSame)
+					}
 				}
 			}
 			if err := dev.AttentionPagedArch(AttentionPagedOp{Pool: f.pool, Q: qd, Out: paged, Heads: c.heads, Pos: pd, Seq: sd,

@@ -127,7 +127,8 @@ func mergeUsed(s, p, splits, minPer, ctx, maxSeqs int) int {
 // the merge reads are exactly the ones the kernel writes (a block returns
 // without writing where split ≥ used; one below it may be empty, as when
 // ceil((p+1)/used)·used runs past p, and then writes an empty result the
-// merge weighs 0), and that together they cover 0..p once, in order.
+// merge weighs 0), and that together they cover 0..p once, in order; and
+// the same for the _arch_used twins' windows.
 func TestAttentionVecUsedSplits(t *testing.T) {
 	for _, ctx := range []int{16, 100, 640, 1024, 4096} {
 		splits := pagedSplits(KVPoolLayout{MaxSeqs: 1, TableCols: ctx / 16, BlockSize: 16})
@@ -169,6 +170,36 @@ func TestAttentionVecUsedSplits(t *testing.T) {
 			}
 			if next != p+1 {
 				t.Fatalf("window %d, p %d: the splits end at %d", window, p, next-1)
+			}
+		}
+	}
+	// The _arch_used twins: a block returns where split ≥ the merge's
+	// count (that of the whole walk up to p, the window aside), the splits
+	// below it cover the window's positions once, in order, and every
+	// split holding positions is among them (those past the window's
+	// splits are empty and weigh 0).
+	for _, window := range []int{1, 7, 33, 100, 5000} {
+		const ctx, splits = 640, 40
+		for _, minPer := range []int{8, 32, 64} {
+			for p := 0; p < ctx; p++ {
+				read := mergeUsed(0, p, splits, minPer, ctx, 1)
+				next := max(0, p+1-window)
+				for split := 0; split < splits; split++ {
+					u, t0, t1 := vecSpan(p, split, splits, minPer, window)
+					if split >= read {
+						if split < u && t1 > t0 {
+							t.Fatalf("window %d, min %d, p %d: split %d holds [%d, %d) but the merge reads %d splits", window, minPer, p, split, t0, t1, read)
+						}
+						continue
+					}
+					if t0 != next || t1 < t0 {
+						t.Fatalf("window %d, min %d, p %d, split %d: positions [%d, %d), want from %d", window, minPer, p, split, t0, t1, next)
+					}
+					next = t1
+				}
+				if next != p+1 {
+					t.Fatalf("window %d, min %d, p %d: the splits the merge reads end at %d", window, minPer, p, next-1)
+				}
 			}
 		}
 	}

@@ -37,6 +37,7 @@ type Device struct {
 	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
 	attVec    bool  // AttentionPaged picks attention_vec_pf16 where an instance fits (LLMSERVE_ATTENTION_VEC not 0)
 	attVecMin int   // > 0 (default 32): attention_vec_pf16's _used twins with splits of this many positions at least (LLMSERVE_ATTENTION_VEC_MIN); 0: ATT_VEC_MIN, every split written
+	preview   bool  // LLMSERVE_GPU_PREVIEW=1: also the kernels not yet run on a device (attention_vec_pf16's _arch_used twins)
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -145,6 +146,7 @@ func OpenDevice(ordinal int) (*Device, error) {
 	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	d.attVec = os.Getenv("LLMSERVE_ATTENTION_VEC") != "0"
 	d.attVecMin = attVecMinFrom(os.Getenv("LLMSERVE_ATTENTION_VEC_MIN"))
+	d.preview = os.Getenv("LLMSERVE_GPU_PREVIEW") == "1"
 	return d, nil
 }
 

@@ -61,7 +61,9 @@ type GPUOptions struct {
 	// sets it too.
 	MoEDense bool
 	// Preview also runs what has not yet run on a device: the
-	// tensor-parallel engine (NewTPGPUEngine refuses without it). The
+	// tensor-parallel engine (NewTPGPUEngine refuses without it) and the
+	// soft-capped or windowed decode attention over the pool that writes
+	// only the splits a token uses (kernels.Device.SetPreview). The
 	// environment variable LLMSERVE_GPU_PREVIEW=1 turns it on too.
 	Preview bool
 	// MatMulMin is the smallest step, in tokens, whose products run on the
@@ -253,6 +255,7 @@ func NewGPUEngine(m *model.Model, opts GPUOptions) (*GPUEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
+	dev.SetPreview(opts.Preview)
 	e := &GPUEngine{m: m, opts: opts, dev: dev, buckets: buckets, graphs: map[int]*cuda.Graph{}, overlap: dev.SetOverlap(!opts.NoOverlap),
 		stepRows: gpuMaxStep, matMulMin: gpuMatMulMin, masks: true}
 	if opts.MatMulMin > 0 {

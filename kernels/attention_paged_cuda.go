@@ -146,7 +146,7 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	splits := pagedSplits(p.KVPoolLayout)
 	group := op.Heads / p.KVHeads
 	// attention_vec_pf16 where an instance fits (its _arch twin where the
-	// scores are capped or windowed, with LLMSERVE_GPU_PREVIEW=1 its
+	// scores are capped or windowed, with the preview (SetPreview) its
 	// _arch_used twin; else its _used twin, unless
 	// LLMSERVE_ATTENTION_VEC_MIN=0), else
 	// attention_part_pf16 (which takes a tile, a soft-cap and a window).
@@ -156,13 +156,11 @@ func (d *Device) attentionPaged(name string, op AttentionPagedOp) error {
 	var shared, minPer int // minPer > 0: the _used twin and attention_merge_used
 	if v, ok := attentionVecFor(group, p.HeadDim); ok && d.attVec {
 		kernel, shared = v.name(), v.shared(p.HeadDim)
-		switch {
-		case (op.Cap != 0 || op.Window != 0) && d.attVecMin > 0 && d.preview:
-			minPer = d.attVecMin
-			kernel, args = kernel+"_arch_used", append(args, cuda.F(op.Cap), cuda.I(op.Window), cuda.I(minPer))
-		case op.Cap != 0 || op.Window != 0:
+		arch := op.Cap != 0 || op.Window != 0
+		if arch {
 			kernel, args = kernel+"_arch", append(args, cuda.F(op.Cap), cuda.I(op.Window))
-		case d.attVecMin > 0:
+		}
+		if d.attVecMin > 0 && (!arch || d.preview) {
 			minPer = d.attVecMin
 			kernel, args = kernel+"_used", append(args, cuda.I(minPer))
 		}

@@ -37,7 +37,7 @@ type Device struct {
 	wgmmaPick bool  // the 16-bit products pick wg tiles (mmw.ptx loaded, LLMSERVE_WGMMA not 0)
 	attVec    bool  // AttentionPaged picks attention_vec_pf16 where an instance fits (LLMSERVE_ATTENTION_VEC not 0)
 	attVecMin int   // > 0 (default 32): attention_vec_pf16's _used twins with splits of this many positions at least (LLMSERVE_ATTENTION_VEC_MIN); 0: ATT_VEC_MIN, every split written
-	preview   bool  // LLMSERVE_GPU_PREVIEW=1: also the kernels not yet run on a device (attention_vec_pf16's _arch_used twins)
+	preview   bool  // also the kernels not yet run on a device (attention_vec_pf16's _arch_used twins); SetPreview
 }
 
 // residentKey is a kernel launched with some dynamic shared memory.
@@ -94,6 +94,10 @@ func waitsItself(name string) bool {
 // device and driver have it). It reports whether overlap is now on.
 func (d *Device) SetOverlap(on bool) bool { return d.ctx.SetOverlap(on) }
 
+// SetPreview lets the launches pick the kernels that have not yet run on a
+// device (the engine's GPUOptions.Preview, LLMSERVE_GPU_PREVIEW=1).
+func (d *Device) SetPreview(on bool) { d.preview = on }
+
 // moduleKernels is what module mod must provide: its kernelNames entry,
 // or the per-type lists of the matvec and mvq modules.
 func moduleKernels(mod string, names []string) []string {
@@ -146,7 +150,6 @@ func OpenDevice(ordinal int) (*Device, error) {
 	d.wgmmaPick = d.wgmmaErr == nil && os.Getenv("LLMSERVE_WGMMA") != "0"
 	d.attVec = os.Getenv("LLMSERVE_ATTENTION_VEC") != "0"
 	d.attVecMin = attVecMinFrom(os.Getenv("LLMSERVE_ATTENTION_VEC_MIN"))
-	d.preview = os.Getenv("LLMSERVE_GPU_PREVIEW") == "1"
 	return d, nil
 }
 
